@@ -1,0 +1,48 @@
+// Small deterministic PRNG (xoshiro256** seeded by splitmix64): no global state.
+#pragma once
+#include <cstdint>
+
+namespace mrc {
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed = 1) { reseed(seed); }
+
+  void reseed(std::uint64_t seed) {
+    for (auto& w : s_) w = splitmix(seed);
+  }
+
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+
+  /// Uniform in [0, n); n > 0. Lemire's multiply-shift (bias < 2^-32 for our n).
+  std::uint32_t below(std::uint32_t n) {
+    return static_cast<std::uint32_t>(((next() >> 32) * static_cast<std::uint64_t>(n)) >> 32);
+  }
+
+  /// Uniform double in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+  bool chance(double p) { return p > 0.0 && uniform() < p; }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  static std::uint64_t splitmix(std::uint64_t& x) {
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t s_[4];
+};
+
+}  // namespace mrc

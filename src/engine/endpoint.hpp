@@ -1,0 +1,210 @@
+// The sans-I/O MRC engine for one node: many QPs, one memory table, P ports (planes).
+//
+// Drivers (the in-memory test network, the UDP endpoint, the simulator) feed it received packets,
+// the current time and API calls, and pull out packets to send, timer deadlines, completions and
+// events. It never reads a clock, opens a socket, starts a thread or touches global state.
+//
+//   for each received datagram:  ep.receive(bytes, meta, now)
+//   while (ep.poll_tx(pkt, now, free_ports)) send pkt on pkt.port with pkt.ev
+//   if (now >= ep.next_deadline()) ep.on_timer(now)
+//   drain ep.poll_completion() / ep.poll_event()
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cc/cc.hpp"
+#include "common/rng.hpp"
+#include "engine/memory.hpp"
+#include "engine/types.hpp"
+#include "wire/packet.hpp"
+
+namespace mrc::engine {
+
+class Qp;
+
+/// Tunables the OCP spec leaves to the implementation (docs/decisions.md). Defaults are the
+/// project's decisions; all live here so they can be corrected in one place.
+struct Tunables {
+  std::uint32_t sack_bytes_threshold = 16384;  ///< coalesce SACKs up to this many payload bytes
+  std::uint32_t probe_success_threshold = 3;    ///< probes to resurrect an ASSUMED_BAD EV
+  Duration skip_duration = 0;                  ///< SKIP lasts this long; 0 = one base RTT
+  Duration probe_interval = 0;                 ///< ASSUMED_BAD probe cadence; 0 = 4 base RTTs
+  Duration reorder_window = 0;                 ///< RACK reordering allowance; 0 = base RTT / 2
+  Duration tail_probe_delay = 0;               ///< reliability probe after silence; 0 = 2 base RTTs
+  Duration base_rtt_hint = 10_us;              ///< until a sample arrives
+};
+
+struct QpConfig {
+  std::uint32_t pmtu = 4096;           ///< payload bytes per packet (256..4096 on the API)
+  std::uint8_t mpr = 8;                ///< requester window, 128-PSN units
+  std::uint8_t mpr_dest = 8;           ///< responder window, 128-PSN units
+  std::uint16_t max_wimm = 128;        ///< outstanding WRITE_IMMs we may send
+  std::uint16_t max_wimm_dest = 128;   ///< outstanding WRITE_IMMs we accept
+  std::uint8_t timeout = 8;            ///< RTO = 1.024 us * 2^timeout (max 24)
+  std::uint8_t retry_linear = 7;       ///< fixed-interval retries (max 7)
+  std::uint8_t retry_exp = 25;         ///< exponential retries (max 25 = forever)
+  std::uint32_t sq_depth = 4096;       ///< send WRs outstanding
+  std::uint32_t rq_depth = 4096;       ///< receive WRs posted
+  bool trim_nack_dest_supported = true;///< peer generates trim NACKs
+  std::uint16_t pkey = wire::kDefaultPkey;
+  /// Active EVs (equal numbers per port) followed by the backup EVs; `active_count` splits them.
+  std::vector<Ev> evs;
+  std::uint32_t active_count = 0;      ///< 0 = all of evs
+  std::uint32_t ev_min_active = 1;
+  cc::Config cc;
+  std::uint64_t seed = 1;              ///< per-QP RNG (EV choice); mixed with the QPN
+};
+
+/// Remote side of a connection, exchanged out of band (like the OCP benchmark over TCP).
+struct QpRemote {
+  std::uint32_t peer = 0;             ///< driver's address handle
+  std::uint32_t qpn = 0;
+  std::uint32_t sq_psn = 0;           ///< our first send PSN
+  std::uint32_t rq_psn = 0;           ///< first PSN we expect from the peer
+  std::uint8_t peer_mpr_dest = 8;
+  std::uint16_t peer_max_wimm_dest = 128;
+};
+
+enum class QpState : std::uint8_t { kReset, kInit, kRtr, kRts, kError };
+const char* to_string(QpState s);
+
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  bool with_imm = false;
+  std::uint32_t imm = 0;       ///< host order
+  bool signaled = true;
+  std::uint64_t local_addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+  std::uint64_t remote_addr = 0;
+  std::uint32_t rkey = 0;
+};
+
+/// One packet to transmit: header bytes, a payload view into registered memory (zero-copy) and
+/// a trailer (pad + ICRC). The driver concatenates header + payload + trailer.
+struct TxPacket {
+  std::uint8_t header[wire::kMaxHeaderSize];
+  std::uint16_t header_len = 0;
+  const std::uint8_t* payload = nullptr;
+  std::uint32_t payload_len = 0;
+  std::uint8_t trailer[8];
+  std::uint8_t trailer_len = 0;
+  std::uint8_t port = 0;
+  Ev ev;
+  std::uint32_t peer = 0;
+  std::uint32_t qpn = 0;       ///< local QP (0 for endpoint packets)
+  TrafficClass tc = TrafficClass::kData;
+  std::uint32_t psn = 0;       ///< for drivers' statistics
+  std::uint32_t wire_size() const { return header_len + payload_len + trailer_len; }
+};
+
+struct EndpointConfig {
+  std::uint32_t num_ports = 1;
+  std::uint64_t seed = 1;
+  bool icrc = true;            ///< compute and verify the ICRC
+  Tunables tun;
+};
+
+/// Per-QP counters (also exported by the drivers).
+struct QpCounters {
+  std::uint64_t tx_data = 0, tx_rtx = 0, tx_sack = 0, tx_nack = 0, tx_probe = 0, tx_ack = 0;
+  std::uint64_t rx_data = 0, rx_dup = 0, rx_sack = 0, rx_nack = 0, rx_trimmed = 0, rx_probe = 0;
+  std::uint64_t rtx_nack = 0, rtx_loss = 0, rtx_timeout = 0, rtx_port = 0;  ///< retransmits by cause
+  std::uint64_t nack_sent_by_reason[32] = {};
+  std::uint64_t rx_refused = 0;      ///< dropped: bad rkey/bounds/PSN/peer/pkey
+  std::uint64_t ev_transitions = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t bytes_acked = 0, bytes_placed = 0;
+};
+
+struct EndpointCounters {
+  std::uint64_t rx_bad_packet = 0;   ///< failed to decode / bad ICRC
+  std::uint64_t rx_unknown_qp = 0;
+  std::uint64_t rx_wrong_peer = 0;
+  std::uint64_t rx_bad_pkey = 0;
+};
+
+class Endpoint {
+ public:
+  explicit Endpoint(const EndpointConfig& cfg);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const EndpointConfig& config() const { return cfg_; }
+  MemoryTable& memory() { return memory_; }
+
+  // --- QP lifecycle (returns 0 or an errno value) ---------------------------------------------
+  /// Creates a QP in RESET state; returns its QPN (never 0..2), or 0 with errno-like `*err`.
+  std::uint32_t create_qp(const QpConfig& cfg, int* err = nullptr);
+  int destroy_qp(std::uint32_t qpn);
+  /// RESET -> INIT -> RTR -> RTS in one step for drivers that exchanged QpRemote out of band.
+  int connect_qp(std::uint32_t qpn, const QpRemote& remote, Time now);
+  /// Individual transitions for the C API state machine.
+  int modify_to_init(std::uint32_t qpn);
+  int modify_to_rtr(std::uint32_t qpn, const QpRemote& remote, Time now);
+  int modify_to_rts(std::uint32_t qpn, Time now);
+  int modify_to_error(std::uint32_t qpn, Time now);
+  QpState qp_state(std::uint32_t qpn) const;
+  Qp* qp(std::uint32_t qpn);
+  const Qp* qp(std::uint32_t qpn) const;
+
+  // --- verbs-like data path ---------------------------------------------------------------------
+  int post_send(std::uint32_t qpn, const SendWr& wr, Time now);
+  int post_recv(std::uint32_t qpn, std::uint64_t wr_id);
+  bool poll_completion(Completion& out);
+  bool poll_event(Event& out);
+
+  // --- driver side --------------------------------------------------------------------------------
+  void receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Time now);
+  /// Produces the next packet to send on one of the ports in `free_ports` (bit i = port i can take
+  /// a packet now). Returns false when nothing may be sent now.
+  bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
+  /// Earliest time on_timer() must run (kNever if none).
+  Time next_deadline() const;
+  void on_timer(Time now);
+
+  // --- ports and endpoint operations --------------------------------------------------------------
+  /// Local port up/down: a down port's EVs leave every QP at once and the peers are told.
+  void set_port_up(std::uint8_t port, bool up, Time now);
+  std::uint32_t port_mask() const { return port_up_mask_; }
+  /// Sends an EV probe (ERTH op EV_PROBE) to `peer` on `ev`; the answer becomes an event.
+  int send_ev_probe(std::uint32_t peer, const Ev& ev, std::uint16_t req_id, Duration timeout, Time now);
+  /// Sends a port-status update to `peer` (ERTH op PORT_STATUS_UPDATE) with our usable ports.
+  int send_port_status(std::uint32_t peer, Time now);
+
+  const EndpointCounters& counters() const { return counters_; }
+  std::vector<std::uint32_t> qpns() const;
+
+  // --- internal: used by Qp -----------------------------------------------------------------------
+  void push_completion(const Completion& c) { completions_.push_back(c); }
+  void push_event(const Event& e) { events_.push_back(e); }
+  void mark_tx_ready(Qp* qp);
+  void mark_timer_dirty() { deadline_dirty_ = true; }
+
+ private:
+  struct EpTx;  // queued endpoint control packets
+  void handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta, Time now);
+  bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
+
+  EndpointConfig cfg_;
+  MemoryTable memory_;
+  Rng rng_;
+  std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn - kFirstQpn
+  std::vector<Qp*> tx_ready_;              ///< QPs that may have something to send (round robin)
+  std::size_t tx_rr_ = 0;
+  std::deque<Completion> completions_;
+  std::deque<Event> events_;
+  std::uint32_t port_up_mask_;
+  std::vector<std::unique_ptr<EpTx>> ep_tx_;
+  struct PendingProbe { std::uint32_t peer; std::uint16_t req_id; Ev ev; Time sent; Time deadline; };
+  std::vector<PendingProbe> probes_;
+  mutable bool deadline_dirty_ = true;
+  mutable Time cached_deadline_ = kNever;
+  EndpointCounters counters_;
+};
+
+}  // namespace mrc::engine
