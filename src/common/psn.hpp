@@ -20,7 +20,11 @@ inline constexpr std::int32_t psn_diff(std::uint32_t b, std::uint32_t a) {
                                      : static_cast<std::int32_t>(d);
 }
 
-inline constexpr bool psn_lt(std::uint32_t a, std::uint32_t b) { return psn_diff(b, a) > 0; }
-inline constexpr bool psn_le(std::uint32_t a, std::uint32_t b) { return psn_diff(b, a) >= 0; }
+inline constexpr bool psn_lt(std::uint32_t a, std::uint32_t b) {
+  return psn_diff(b, a) > 0;
+}
+inline constexpr bool psn_le(std::uint32_t a, std::uint32_t b) {
+  return psn_diff(b, a) >= 0;
+}
 
 }  // namespace mrc

@@ -12,8 +12,14 @@ using Duration = std::uint64_t;
 
 inline constexpr Time kNever = std::numeric_limits<Time>::max();
 
-inline constexpr Duration operator""_ns(unsigned long long v) { return v; }
-inline constexpr Duration operator""_us(unsigned long long v) { return v * 1000ULL; }
-inline constexpr Duration operator""_ms(unsigned long long v) { return v * 1000000ULL; }
+inline constexpr Duration operator""_ns(unsigned long long v) {
+  return v;
+}
+inline constexpr Duration operator""_us(unsigned long long v) {
+  return v * 1000ULL;
+}
+inline constexpr Duration operator""_ms(unsigned long long v) {
+  return v * 1000000ULL;
+}
 
 }  // namespace mrc

@@ -29,7 +29,7 @@ class Qp;
 /// project's decisions; all live here so they can be corrected in one place.
 struct Tunables {
   std::uint32_t sack_bytes_threshold = 16384;  ///< coalesce SACKs up to this many payload bytes
-  std::uint32_t probe_success_threshold = 3;    ///< probes to resurrect an ASSUMED_BAD EV
+  std::uint32_t probe_success_threshold = 3;   ///< probes to resurrect an ASSUMED_BAD EV
   Duration skip_duration = 0;                  ///< SKIP lasts this long; 0 = one base RTT
   Duration probe_interval = 0;                 ///< ASSUMED_BAD probe cadence; 0 = 4 base RTTs
   Duration reorder_window = 0;                 ///< RACK reordering allowance; 0 = base RTT / 2
@@ -38,32 +38,32 @@ struct Tunables {
 };
 
 struct QpConfig {
-  std::uint32_t pmtu = 4096;           ///< payload bytes per packet (256..4096 on the API)
-  std::uint8_t mpr = 8;                ///< requester window, 128-PSN units
-  std::uint8_t mpr_dest = 8;           ///< responder window, 128-PSN units
-  std::uint16_t max_wimm = 128;        ///< outstanding WRITE_IMMs we may send
-  std::uint16_t max_wimm_dest = 128;   ///< outstanding WRITE_IMMs we accept
-  std::uint8_t timeout = 8;            ///< RTO = 1.024 us * 2^timeout (max 24)
-  std::uint8_t retry_linear = 7;       ///< fixed-interval retries (max 7)
-  std::uint8_t retry_exp = 25;         ///< exponential retries (max 25 = forever)
-  std::uint32_t sq_depth = 4096;       ///< send WRs outstanding
-  std::uint32_t rq_depth = 4096;       ///< receive WRs posted
-  bool trim_nack_dest_supported = true;///< peer generates trim NACKs
+  std::uint32_t pmtu = 4096;             ///< payload bytes per packet (256..4096 on the API)
+  std::uint8_t mpr = 8;                  ///< requester window, 128-PSN units
+  std::uint8_t mpr_dest = 8;             ///< responder window, 128-PSN units
+  std::uint16_t max_wimm = 128;          ///< outstanding WRITE_IMMs we may send
+  std::uint16_t max_wimm_dest = 128;     ///< outstanding WRITE_IMMs we accept
+  std::uint8_t timeout = 8;              ///< RTO = 1.024 us * 2^timeout (max 24)
+  std::uint8_t retry_linear = 7;         ///< fixed-interval retries (max 7)
+  std::uint8_t retry_exp = 25;           ///< exponential retries (max 25 = forever)
+  std::uint32_t sq_depth = 4096;         ///< send WRs outstanding
+  std::uint32_t rq_depth = 4096;         ///< receive WRs posted
+  bool trim_nack_dest_supported = true;  ///< peer generates trim NACKs
   std::uint16_t pkey = wire::kDefaultPkey;
   /// Active EVs (equal numbers per port) followed by the backup EVs; `active_count` splits them.
   std::vector<Ev> evs;
-  std::uint32_t active_count = 0;      ///< 0 = all of evs
+  std::uint32_t active_count = 0;  ///< 0 = all of evs
   std::uint32_t ev_min_active = 1;
   cc::Config cc;
-  std::uint64_t seed = 1;              ///< per-QP RNG (EV choice); mixed with the QPN
+  std::uint64_t seed = 1;  ///< per-QP RNG (EV choice); mixed with the QPN
 };
 
 /// Remote side of a connection, exchanged out of band (like the OCP benchmark over TCP).
 struct QpRemote {
-  std::uint32_t peer = 0;             ///< driver's address handle
+  std::uint32_t peer = 0;  ///< driver's address handle
   std::uint32_t qpn = 0;
-  std::uint32_t sq_psn = 0;           ///< our first send PSN
-  std::uint32_t rq_psn = 0;           ///< first PSN we expect from the peer
+  std::uint32_t sq_psn = 0;  ///< our first send PSN
+  std::uint32_t rq_psn = 0;  ///< first PSN we expect from the peer
   std::uint8_t peer_mpr_dest = 8;
   std::uint16_t peer_max_wimm_dest = 128;
 };
@@ -74,7 +74,7 @@ const char* to_string(QpState s);
 struct SendWr {
   std::uint64_t wr_id = 0;
   bool with_imm = false;
-  std::uint32_t imm = 0;       ///< host order
+  std::uint32_t imm = 0;  ///< host order
   bool signaled = true;
   std::uint64_t local_addr = 0;
   std::uint32_t length = 0;
@@ -95,16 +95,16 @@ struct TxPacket {
   std::uint8_t port = 0;
   Ev ev;
   std::uint32_t peer = 0;
-  std::uint32_t qpn = 0;       ///< local QP (0 for endpoint packets)
+  std::uint32_t qpn = 0;  ///< local QP (0 for endpoint packets)
   TrafficClass tc = TrafficClass::kData;
-  std::uint32_t psn = 0;       ///< for drivers' statistics
+  std::uint32_t psn = 0;  ///< for drivers' statistics
   std::uint32_t wire_size() const { return header_len + payload_len + trailer_len; }
 };
 
 struct EndpointConfig {
   std::uint32_t num_ports = 1;
   std::uint64_t seed = 1;
-  bool icrc = true;            ///< compute and verify the ICRC
+  bool icrc = true;  ///< compute and verify the ICRC
   Tunables tun;
 };
 
@@ -114,14 +114,14 @@ struct QpCounters {
   std::uint64_t rx_data = 0, rx_dup = 0, rx_sack = 0, rx_nack = 0, rx_trimmed = 0, rx_probe = 0;
   std::uint64_t rtx_nack = 0, rtx_loss = 0, rtx_timeout = 0, rtx_port = 0;  ///< retransmits by cause
   std::uint64_t nack_sent_by_reason[32] = {};
-  std::uint64_t rx_refused = 0;      ///< dropped: bad rkey/bounds/PSN/peer/pkey
+  std::uint64_t rx_refused = 0;  ///< dropped: bad rkey/bounds/PSN/peer/pkey
   std::uint64_t ev_transitions = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t bytes_acked = 0, bytes_placed = 0;
 };
 
 struct EndpointCounters {
-  std::uint64_t rx_bad_packet = 0;   ///< failed to decode / bad ICRC
+  std::uint64_t rx_bad_packet = 0;  ///< failed to decode / bad ICRC
   std::uint64_t rx_unknown_qp = 0;
   std::uint64_t rx_wrong_peer = 0;
   std::uint64_t rx_bad_pkey = 0;
@@ -183,7 +183,6 @@ class Endpoint {
   void push_completion(const Completion& c) { completions_.push_back(c); }
   void push_event(const Event& e) { events_.push_back(e); }
   void mark_tx_ready(Qp* qp);
-  void mark_timer_dirty() { deadline_dirty_ = true; }
 
  private:
   struct EpTx;  // queued endpoint control packets
@@ -192,18 +191,22 @@ class Endpoint {
 
   EndpointConfig cfg_;
   MemoryTable memory_;
-  Rng rng_;
-  std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn - kFirstQpn
-  std::vector<Qp*> tx_ready_;              ///< QPs that may have something to send (round robin)
+  std::vector<std::unique_ptr<Qp>> qps_;  ///< index = qpn - kFirstQpn
+  std::vector<Qp*> tx_ready_;             ///< QPs that may have something to send (round robin)
+  std::vector<std::uint8_t> in_ready_;    ///< per QP index: listed in tx_ready_
   std::size_t tx_rr_ = 0;
   std::deque<Completion> completions_;
   std::deque<Event> events_;
   std::uint32_t port_up_mask_;
   std::vector<std::unique_ptr<EpTx>> ep_tx_;
-  struct PendingProbe { std::uint32_t peer; std::uint16_t req_id; Ev ev; Time sent; Time deadline; };
+  struct PendingProbe {
+    std::uint32_t peer;
+    std::uint16_t req_id;
+    Ev ev;
+    Time sent;
+    Time deadline;
+  };
   std::vector<PendingProbe> probes_;
-  mutable bool deadline_dirty_ = true;
-  mutable Time cached_deadline_ = kNever;
   EndpointCounters counters_;
 };
 

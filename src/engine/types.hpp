@@ -22,17 +22,16 @@ const char* to_string(EvState s);
 
 /// Why an EV changed state.
 enum class EvCause : std::uint8_t {
-  kEcnEcho,      ///< SACK m=SKIP_ONCE
-  kTrimNack,     ///< NACK TRIMMED
-  kAlwaysSkip,   ///< SACK m=ALWAYS_SKIP
-  kLoss,         ///< untrimmed loss inferred from later deliveries
-  kTimeout,      ///< retransmission timeout
+  kEcnEcho,     ///< SACK m=SKIP_ONCE
+  kTrimNack,    ///< NACK TRIMMED
+  kAlwaysSkip,  ///< SACK m=ALWAYS_SKIP
+  kLoss,        ///< untrimmed loss inferred from later deliveries
+  kTimeout,     ///< retransmission timeout
   kSkipExpired,
-  kProbeSuccess, ///< resurrected after enough successful probes
-  kController,   ///< deny / allow from the controller API
+  kProbeSuccess,  ///< resurrected after enough successful probes
+  kController,    ///< deny / allow from the controller API
   kPortDown,
   kPortUp,
-  kPromoted,     ///< moved from the backup set into the active set
 };
 const char* to_string(EvCause c);
 
@@ -41,21 +40,22 @@ enum class TrafficClass : std::uint8_t { kData, kDataRtx, kControl };
 
 /// What the network did to a received packet, as the driver learned it (DSCP / ECN bits).
 struct RxMeta {
-  std::uint8_t port = 0;        ///< local port it arrived on
-  std::uint32_t peer = 0;       ///< driver's handle of the source address (security check)
+  std::uint8_t port = 0;   ///< local port it arrived on
+  std::uint32_t peer = 0;  ///< driver's handle of the source address (security check)
+  std::uint32_t ev = 0;    ///< EV value the packet carried (from sport / flow label / SRv6)
   bool ecn_ce = false;
-  bool trimmed = false;         ///< DSCP_TRIMMED: header only
-  bool trimmed_lasthop = false; ///< DSCP_TRIMMED_LASTHOP
+  bool trimmed = false;          ///< DSCP_TRIMMED: header only
+  bool trimmed_lasthop = false;  ///< DSCP_TRIMMED_LASTHOP
 };
 
 enum class WcStatus : std::uint8_t {
   kSuccess,
-  kRetryExceeded,       ///< IBV_WC_RETRY_EXC_ERR
-  kRemoteAccessError,   ///< IBV_WC_REM_ACCESS_ERR
-  kRemoteInvalidRequest,///< IBV_WC_REM_INV_REQ_ERR (WIMM limit, fatal NACK)
-  kRemoteOpError,       ///< IBV_WC_REM_OP_ERR
-  kLocalProtectionError,///< IBV_WC_LOC_PROT_ERR (bad lkey / bounds)
-  kFlushed,             ///< IBV_WC_WR_FLUSH_ERR
+  kRetryExceeded,         ///< IBV_WC_RETRY_EXC_ERR
+  kRemoteAccessError,     ///< IBV_WC_REM_ACCESS_ERR
+  kRemoteInvalidRequest,  ///< IBV_WC_REM_INV_REQ_ERR (WIMM limit, fatal NACK)
+  kRemoteOpError,         ///< IBV_WC_REM_OP_ERR
+  kLocalProtectionError,  ///< IBV_WC_LOC_PROT_ERR (bad lkey / bounds)
+  kFlushed,               ///< IBV_WC_WR_FLUSH_ERR
 };
 const char* to_string(WcStatus s);
 
@@ -68,7 +68,7 @@ struct Completion {
   WcOpcode opcode = WcOpcode::kRdmaWrite;
   bool is_recv = false;
   std::uint32_t byte_len = 0;
-  std::uint32_t imm = 0;   ///< host order
+  std::uint32_t imm = 0;  ///< host order
   bool has_imm = false;
 };
 

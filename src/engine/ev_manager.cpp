@@ -1,0 +1,324 @@
+#include "engine/ev_manager.hpp"
+
+#include <algorithm>
+
+namespace mrc::engine {
+
+bool EvManager::init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports,
+                     const Params& p, std::uint64_t seed, Sink sink, void* ctx) {
+  if (num_ports == 0 || num_ports > kMaxPorts || evs.size() >= kNone) return false;
+  if (active_count == 0 || active_count > evs.size()) active_count = static_cast<std::uint32_t>(evs.size());
+  for (const Ev& e : evs)
+    if (e.port >= num_ports) return false;
+  num_ports_ = num_ports;
+  usable_ports_ = num_ports == 32 ? 0xFFFFFFFFu : (1u << num_ports) - 1;
+  params_ = p;
+  rng_.reseed(seed);
+  sink_ = sink;
+  ctx_ = ctx;
+  slots_.assign(evs.size(), Slot{});
+  good_.assign(num_ports, {});
+  backup_.assign(num_ports, {});
+  active_target_.assign(num_ports, 0);
+  active_count_.assign(num_ports, 0);
+  skipped_.clear();
+  probing_.clear();
+  good_mask_ = 0;
+  for (std::size_t i = 0; i < evs.size(); ++i) {
+    Slot& s = slots_[i];
+    s.ev = evs[i];
+    const auto slot = static_cast<std::uint16_t>(i);
+    if (i < active_count) {
+      s.role = Role::kActive;
+      ++active_target_[s.ev.port];
+      ++active_count_[s.ev.port];
+      good_add(slot);
+    } else {
+      s.role = Role::kBackup;
+      backup_[s.ev.port].push_back(slot);
+    }
+  }
+  // Backups are taken LIFO; reverse so the first-listed backup is promoted first.
+  for (auto& b : backup_) std::reverse(b.begin(), b.end());
+  return !slots_.empty();
+}
+
+void EvManager::good_add(std::uint16_t slot) {
+  Slot& s = slots_[slot];
+  auto& g = good_[s.ev.port];
+  s.good_pos = static_cast<std::uint16_t>(g.size());
+  g.push_back(slot);
+  good_mask_ |= 1u << s.ev.port;
+}
+
+void EvManager::good_remove(std::uint16_t slot) {
+  Slot& s = slots_[slot];
+  if (s.good_pos == kNone) return;
+  auto& g = good_[s.ev.port];
+  const std::uint16_t last = g.back();
+  g[s.good_pos] = last;
+  slots_[last].good_pos = s.good_pos;
+  g.pop_back();
+  s.good_pos = kNone;
+  if (g.empty()) good_mask_ &= ~(1u << s.ev.port);
+}
+
+std::uint16_t EvManager::pick(std::uint32_t ports) {
+  const std::uint32_t eligible = ports & usable_ports_ & good_mask_;
+  if (eligible == 0) return kNone;
+  for (std::uint32_t i = 0; i < num_ports_; ++i) {
+    const std::uint32_t p = (rr_port_ + i) % num_ports_;
+    if ((eligible >> p) & 1u) {
+      rr_port_ = p + 1;
+      const auto& g = good_[p];
+      return g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+    }
+  }
+  return kNone;
+}
+
+std::uint16_t EvManager::pick_on_port(std::uint8_t port) {
+  if (port < num_ports_ && !good_[port].empty())
+    return good_[port][rng_.below(static_cast<std::uint32_t>(good_[port].size()))];
+  // No GOOD EV on that plane: any active EV of a usable port, starting with `port`.
+  std::uint16_t fallback = kNone;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.role != Role::kActive || !port_usable(s.ev.port)) continue;
+    if (s.ev.port == port) return static_cast<std::uint16_t>(i);
+    if (fallback == kNone || s.state == EvState::kGood) fallback = static_cast<std::uint16_t>(i);
+  }
+  if (fallback == kNone && good_mask_ != 0) return pick(good_mask_);
+  return fallback;
+}
+
+std::uint32_t EvManager::ports_with_good() const {
+  return good_mask_ & usable_ports_;
+}
+
+std::uint16_t EvManager::find(std::uint32_t value, std::uint8_t port) const {
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].ev.value == value && slots_[i].ev.port == port) return static_cast<std::uint16_t>(i);
+  return kNone;
+}
+
+void EvManager::set_state(std::uint16_t slot, EvState to, EvCause cause, Time now) {
+  Slot& s = slots_[slot];
+  if (s.state == to) return;
+  const Transition t{slot, s.ev, s.state, to, cause};
+  s.state = to;
+  ++stats_.transitions;
+  if (sink_) sink_(ctx_, t, now);
+}
+
+std::uint32_t EvManager::active_usable() const {
+  std::uint32_t n = 0;
+  for (std::uint32_t p = 0; p < num_ports_; ++p)
+    if (port_usable(static_cast<std::uint8_t>(p))) n += active_count_[p];
+  return n;
+}
+
+void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
+  Slot& s = slots_[slot];
+  if (s.role != Role::kActive) return;
+  const Time until = now + params_.skip_duration;
+  if (s.state == EvState::kSkip) {
+    s.skip_until = std::max(s.skip_until, until);
+    return;
+  }
+  if (s.state != EvState::kGood) return;
+  good_remove(slot);
+  s.skip_until = until;
+  skipped_.push_back(slot);
+  next_skip_ = std::min(next_skip_, until);
+  set_state(slot, EvState::kSkip, cause, now);
+}
+
+void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
+  Slot& s = slots_[slot];
+  if (s.role != Role::kActive || (s.state != EvState::kGood && s.state != EvState::kSkip)) return;
+  const std::uint8_t port = s.ev.port;
+  // ev_min_active floor: never let failures shrink the usable active set below the floor when no
+  // backup can take the EV's place; such an EV is only skipped for a while.
+  if (backup_[port].empty() && active_usable() <= params_.min_active) {
+    ++stats_.floor_hits;
+    on_skip_signal(slot, cause, now);
+    return;
+  }
+  good_remove(slot);
+  s.role = Role::kProbing;
+  s.probe_ok = 0;
+  s.next_probe = now + params_.probe_interval;
+  next_probe_ = std::min(next_probe_, s.next_probe);
+  --active_count_[port];
+  probing_.push_back(slot);
+  set_state(slot, EvState::kAssumedBad, cause, now);
+  promote_backup(port, now);
+}
+
+void EvManager::promote_backup(std::uint8_t port, Time now) {
+  (void)now;
+  auto& pool = backup_[port];
+  while (active_count_[port] < active_target_[port] && !pool.empty()) {
+    const std::uint16_t b = pool.back();
+    pool.pop_back();
+    Slot& s = slots_[b];
+    if (s.role != Role::kBackup || s.state != EvState::kGood) continue;
+    s.role = Role::kActive;
+    ++active_count_[port];
+    good_add(b);
+    ++stats_.promotions;
+  }
+}
+
+void EvManager::on_probe_success(std::uint16_t slot, Time now) {
+  Slot& s = slots_[slot];
+  if (s.role != Role::kProbing || s.state != EvState::kAssumedBad) return;
+  if (++s.probe_ok < params_.probe_success_threshold) return;
+  probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
+  const std::uint8_t port = s.ev.port;
+  set_state(slot, EvState::kGood, EvCause::kProbeSuccess, now);
+  if (active_count_[port] < active_target_[port]) {
+    s.role = Role::kActive;
+    ++active_count_[port];
+    good_add(slot);
+  } else {
+    s.role = Role::kBackup;
+    backup_[port].push_back(slot);
+  }
+}
+
+void EvManager::on_probe_failure(std::uint16_t slot) {
+  slots_[slot].probe_ok = 0;
+}
+
+void EvManager::expire_skips(Time now) {
+  if (now < next_skip_) return;
+  Time next = kNever;
+  std::size_t w = 0;
+  for (std::size_t r = 0; r < skipped_.size(); ++r) {
+    const std::uint16_t slot = skipped_[r];
+    Slot& s = slots_[slot];
+    if (s.state != EvState::kSkip) continue;  // left SKIP some other way
+    if (s.skip_until <= now) {
+      set_state(slot, EvState::kGood, EvCause::kSkipExpired, now);
+      if (s.role == Role::kActive) good_add(slot);
+      continue;
+    }
+    next = std::min(next, s.skip_until);
+    skipped_[w++] = slot;
+  }
+  skipped_.resize(w);
+  next_skip_ = next;
+}
+
+Time EvManager::next_skip_expiry() const {
+  return next_skip_;
+}
+
+std::uint16_t EvManager::next_probe_due(Time now) const {
+  if (now < next_probe_) return kNone;
+  for (const std::uint16_t slot : probing_) {
+    const Slot& s = slots_[slot];
+    if (s.next_probe <= now && port_usable(s.ev.port)) return slot;
+  }
+  return kNone;
+}
+
+Time EvManager::next_probe_time() const {
+  return next_probe_;
+}
+
+void EvManager::probe_sent(std::uint16_t slot, Time now) {
+  slots_[slot].next_probe = now + params_.probe_interval;
+  ++stats_.probes;
+  Time next = kNever;
+  for (const std::uint16_t p : probing_)
+    if (port_usable(slots_[p].ev.port)) next = std::min(next, slots_[p].next_probe);
+  next_probe_ = next;
+}
+
+void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
+  if (port >= num_ports_ || port_usable(port) == usable) return;
+  if (!usable) {
+    usable_ports_ &= ~(1u << port);
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (s.ev.port != port || s.role == Role::kDenied) continue;
+      const auto slot = static_cast<std::uint16_t>(i);
+      good_remove(slot);
+      if (s.role == Role::kActive) --active_count_[port];
+      s.role_before_down = s.role;
+      s.role = Role::kPortDown;
+      set_state(slot, EvState::kAssumedBad, EvCause::kPortDown, now);
+    }
+    backup_[port].clear();
+    probing_.erase(std::remove_if(probing_.begin(), probing_.end(),
+                                  [&](std::uint16_t sl) { return slots_[sl].ev.port == port; }),
+                   probing_.end());
+    return;
+  }
+  usable_ports_ |= 1u << port;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.ev.port != port || s.role != Role::kPortDown) continue;
+    const auto slot = static_cast<std::uint16_t>(i);
+    set_state(slot, EvState::kGood, EvCause::kPortUp, now);
+    if (active_count_[port] < active_target_[port]) {
+      s.role = Role::kActive;
+      ++active_count_[port];
+      good_add(slot);
+    } else {
+      s.role = Role::kBackup;
+      backup_[port].push_back(slot);
+    }
+  }
+}
+
+std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now) {
+  std::uint32_t matches = 0;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.ev.value != value || s.ev.port != port) continue;
+    ++matches;
+    const auto slot = static_cast<std::uint16_t>(i);
+    if (denied && s.state != EvState::kDenied) {
+      good_remove(slot);
+      if (s.role == Role::kActive) --active_count_[port];
+      if (s.role == Role::kBackup) {
+        auto& pool = backup_[port];
+        pool.erase(std::remove(pool.begin(), pool.end(), slot), pool.end());
+      }
+      if (s.role == Role::kProbing) probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
+      const bool was_down = s.role == Role::kPortDown;
+      s.role = Role::kDenied;
+      set_state(slot, EvState::kDenied, EvCause::kController, now);
+      if (!was_down) promote_backup(port, now);
+    } else if (!denied && s.state == EvState::kDenied) {
+      if (!port_usable(port)) {
+        s.role = Role::kPortDown;
+        s.role_before_down = Role::kBackup;
+        set_state(slot, EvState::kAssumedBad, EvCause::kController, now);
+        continue;
+      }
+      set_state(slot, EvState::kGood, EvCause::kController, now);
+      if (active_count_[port] < active_target_[port]) {
+        s.role = Role::kActive;
+        ++active_count_[port];
+        good_add(slot);
+      } else {
+        s.role = Role::kBackup;
+        backup_[port].push_back(slot);
+      }
+    }
+  }
+  return matches;
+}
+
+std::uint32_t EvManager::count(EvState st) const {
+  std::uint32_t n = 0;
+  for (const Slot& s : slots_) n += s.state == st;
+  return n;
+}
+
+}  // namespace mrc::engine

@@ -1,0 +1,134 @@
+// Per-QP entropy-value manager: which EVs carry traffic, on which plane, in which state.
+//
+// Active EVs are split equally across ports; each port also has a backup pool. Selection is a
+// round-robin over eligible ports and a uniformly random GOOD EV within the port, so QPs sharing a
+// profile do not synchronise. State machine (mrc-reference §2.6):
+//   GOOD -ECN echo / trim NACK-> SKIP -skip_duration-> GOOD
+//   GOOD|SKIP -untrimmed loss / timeout / ALWAYS_SKIP-> ASSUMED_BAD (replaced by a backup of its port)
+//   ASSUMED_BAD -probe_success_threshold consecutive probe answers-> GOOD (back to active or backup)
+//   any -controller deny-> DENIED (never recovers by itself) -controller allow-> GOOD
+// Every transition is reported through the callback given at construction.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/rng.hpp"
+#include "engine/types.hpp"
+
+namespace mrc::engine {
+
+class EvManager {
+ public:
+  static constexpr std::uint16_t kNone = 0xFFFF;
+
+  struct Transition {
+    std::uint16_t slot;
+    Ev ev;
+    EvState from, to;
+    EvCause cause;
+  };
+  /// Receives transitions; stored by the owner (the QP) and turned into events.
+  using Sink = void (*)(void* ctx, const Transition& t, Time now);
+
+  struct Params {
+    std::uint32_t min_active = 1;
+    std::uint32_t probe_success_threshold = 3;
+    Duration skip_duration = 10'000;   ///< how long SKIP lasts
+    Duration probe_interval = 40'000;  ///< ASSUMED_BAD probe cadence
+  };
+
+  EvManager() = default;
+  /// `evs[0, active_count)` are active, the rest backups. Ports >= num_ports are rejected.
+  bool init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports, const Params& p,
+            std::uint64_t seed, Sink sink, void* ctx);
+
+  /// Picks a GOOD active EV on a port in `ports` (round-robin over ports). kNone if none.
+  std::uint16_t pick(std::uint32_t ports);
+  /// A GOOD (else any usable) EV on `port`, for ACK traffic on the plane data arrived on.
+  std::uint16_t pick_on_port(std::uint8_t port);
+  /// Ports that currently have at least one GOOD active EV.
+  std::uint32_t ports_with_good() const;
+
+  const Ev& ev(std::uint16_t slot) const { return slots_[slot].ev; }
+  EvState state(std::uint16_t slot) const { return slots_[slot].state; }
+  std::uint16_t find(std::uint32_t value, std::uint8_t port) const;
+  std::size_t size() const { return slots_.size(); }
+  bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
+
+  // Feedback.
+  void on_skip_signal(std::uint16_t slot, EvCause cause, Time now);
+  void on_failure(std::uint16_t slot, EvCause cause, Time now);
+  /// Timing follows the QP's base-RTT estimate.
+  void set_timing(Duration skip, Duration probe_interval) {
+    params_.skip_duration = skip;
+    params_.probe_interval = probe_interval;
+  }
+  /// A probe sent on `slot` was answered.
+  void on_probe_success(std::uint16_t slot, Time now);
+  void on_probe_failure(std::uint16_t slot);
+
+  // Time-driven work.
+  /// Returns SKIP EVs whose time is up to GOOD. Earliest pending expiry via next_skip_expiry().
+  void expire_skips(Time now);
+  Time next_skip_expiry() const;
+  /// ASSUMED_BAD EVs due for a probe at `now` (the owner sends them and calls probe_sent()).
+  std::uint16_t next_probe_due(Time now) const;
+  Time next_probe_time() const;
+  void probe_sent(std::uint16_t slot, Time now);
+
+  // Ports and controller.
+  void set_port_usable(std::uint8_t port, bool usable, Time now);
+  bool port_usable(std::uint8_t port) const { return (usable_ports_ >> port) & 1u; }
+  /// Controller deny (true) / allow (false) of every copy of `value` on `port`. Returns matches.
+  std::uint32_t set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now);
+
+  struct Stats {
+    std::uint64_t transitions = 0, promotions = 0, floor_hits = 0, probes = 0;
+  };
+  const Stats& stats() const { return stats_; }
+  std::uint32_t count(EvState s) const;
+  std::uint32_t active_good(std::uint8_t port) const {
+    return static_cast<std::uint32_t>(good_[port].size());
+  }
+
+ private:
+  enum class Role : std::uint8_t { kActive, kBackup, kProbing, kDenied, kPortDown };
+  struct Slot {
+    Ev ev;
+    EvState state = EvState::kGood;
+    Role role = Role::kBackup;
+    Role role_before_down = Role::kBackup;  ///< restored when the port comes back
+    std::uint16_t good_pos = kNone;         ///< index in good_[port] while GOOD and active
+    std::uint16_t probe_ok = 0;
+    Time skip_until = 0;
+    Time next_probe = 0;
+  };
+
+  void set_state(std::uint16_t slot, EvState to, EvCause cause, Time now);
+  void good_add(std::uint16_t slot);
+  void good_remove(std::uint16_t slot);
+  void promote_backup(std::uint8_t port, Time now);
+  std::uint32_t active_usable() const;
+
+  std::vector<Slot> slots_;
+  std::vector<std::vector<std::uint16_t>> good_;    ///< per port: active GOOD slots
+  std::vector<std::vector<std::uint16_t>> backup_;  ///< per port: backup pool (LIFO)
+  std::vector<std::uint32_t> active_target_;        ///< per port: desired active count
+  std::vector<std::uint16_t> skipped_;              ///< SKIP slots (expiry scan)
+  std::vector<std::uint16_t> probing_;              ///< ASSUMED_BAD slots
+  std::vector<std::uint32_t> active_count_;         ///< per port: slots in role kActive
+  std::uint32_t good_mask_ = 0;                     ///< ports with a non-empty good_ list
+  Time next_skip_ = kNever;
+  Time next_probe_ = kNever;
+  std::uint32_t num_ports_ = 0;
+  std::uint32_t usable_ports_ = 0;
+  std::uint32_t rr_port_ = 0;
+  Params params_;
+  Rng rng_;
+  Sink sink_ = nullptr;
+  void* ctx_ = nullptr;
+  Stats stats_;
+};
+
+}  // namespace mrc::engine

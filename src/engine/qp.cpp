@@ -1,0 +1,298 @@
+// QP lifecycle, timers and the transmit scheduler shared by the requester and responder halves.
+#include "engine/qp.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+
+#include "engine/tx.hpp"
+
+namespace mrc::engine {
+
+namespace {
+std::uint32_t pow2_at_least(std::uint32_t n) {
+  return std::bit_ceil(std::max<std::uint32_t>(n, 64));
+}
+}  // namespace
+
+Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
+    : ep_(ep),
+      qpn_(qpn),
+      cfg_(cfg),
+      cc_(cfg.cc),
+      rng_(cfg.seed ^ (0x9E3779B97F4A7C15ULL * qpn)),
+      base_rtt_(cfg.cc.algorithm == cc::Algorithm::kNscc ? cfg.cc.nscc.base_rtt_ns
+                                                         : ep.config().tun.base_rtt_hint) {
+  EvManager::Params p;
+  p.min_active = cfg.ev_min_active;
+  p.probe_success_threshold = ep.config().tun.probe_success_threshold;
+  evm_.init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
+  update_timing();
+}
+
+int Qp::to_init() {
+  if (state_ != QpState::kReset) return EINVAL;
+  state_ = QpState::kInit;
+  return 0;
+}
+
+int Qp::to_rtr(const QpRemote& r, Time now) {
+  (void)now;
+  if (state_ != QpState::kInit) return EINVAL;
+  if (r.qpn > kPsnMask || r.rq_psn > kPsnMask || r.sq_psn > kPsnMask || r.peer_mpr_dest == 0 ||
+      r.peer_max_wimm_dest == 0)
+    return EINVAL;
+  remote_ = r;
+  rcv_epsn_ = r.rq_psn;
+  const std::uint32_t bits = pow2_at_least(cfg_.mpr_dest * kMprUnit);
+  bitmap_.assign(bits / 64, 0);
+  bitmap_mask_ = bits - 1;
+  wimm_.assign(cfg_.max_wimm_dest, WimmSlot{});
+  rq_.assign(cfg_.rq_depth, 0);
+  ctrl_.assign(256, CtrlTx{});
+  state_ = QpState::kRtr;
+  return 0;
+}
+
+int Qp::to_rts(Time now) {
+  if (state_ != QpState::kRtr) return EINVAL;
+  const std::uint32_t slots = pow2_at_least(cfg_.mpr * kMprUnit);
+  ring_.assign(slots, TxRec{});
+  ring_mask_ = slots - 1;
+  sq_.assign(cfg_.sq_depth, SendWqe{});
+  snd_una_ = snd_nxt_ = remote_.sq_psn;
+  rtx_scan_ = snd_una_;
+  last_progress_ = now;
+  state_ = QpState::kRts;
+  return 0;
+}
+
+void Qp::to_error(Time now) {
+  if (state_ == QpState::kError) return;
+  fail_all(WcStatus::kFlushed, kNil, now);
+}
+
+int Qp::set_advertised_mpr(std::uint8_t units) {
+  if (units == 0 || units > cfg_.mpr_dest) return EINVAL;
+  mpr_adv_ = units;
+  return 0;
+}
+
+std::uint32_t Qp::window_psns() const {
+  std::uint32_t units = std::min<std::uint32_t>(cfg_.mpr, remote_.peer_mpr_dest);
+  if (peer_mpr_adv_ != 0) units = std::min<std::uint32_t>(units, peer_mpr_adv_);
+  return units * kMprUnit;
+}
+
+std::uint32_t Qp::usable_ports(std::uint32_t free_ports) const {
+  return free_ports & ep_.port_mask() & peer_ports_;
+}
+
+void Qp::update_timing() {
+  const Tunables& t = ep_.config().tun;
+  evm_.set_timing(t.skip_duration ? t.skip_duration : base_rtt_,
+                  t.probe_interval ? t.probe_interval : 4 * base_rtt_);
+}
+
+void Qp::on_rtt_sample(Duration rtt) {
+  if (rtt < base_rtt_) {
+    base_rtt_ = rtt;
+    update_timing();
+  }
+  if (srtt_ == 0) {
+    srtt_ = rtt;
+    rttvar_ = rtt / 2;
+    return;
+  }
+  const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
+  rttvar_ = (3 * rttvar_ + err) / 4;
+  srtt_ = (7 * srtt_ + rtt) / 8;
+}
+
+Duration Qp::reorder_window() const {
+  const Tunables& t = ep_.config().tun;
+  if (t.reorder_window) return t.reorder_window;
+  // Spraying reorders by up to the spread of path delays (queueing included): allow one base RTT
+  // or the observed spread, whichever is larger.
+  const Duration spread = srtt_ > base_rtt_ ? srtt_ - base_rtt_ + 4 * rttvar_ : 4 * rttvar_;
+  return std::max(base_rtt_, spread);
+}
+
+Duration Qp::rto() const {
+  if (cfg_.timeout == 0) return kNever;  // IB convention: 0 = wait forever
+  const Duration base = 1024ULL << std::min<std::uint32_t>(cfg_.timeout, 24);
+  if (retries_ < cfg_.retry_linear) return base;
+  const std::uint32_t k = std::min<std::uint32_t>(retries_ - cfg_.retry_linear + 1, 10);
+  return base << k;
+}
+
+void Qp::ev_sink(void* ctx, const EvManager::Transition& t, Time now) {
+  static_cast<Qp*>(ctx)->emit_ev_event(t, now);
+}
+
+void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
+  ++ctr_.ev_transitions;
+  Event e;
+  e.type = EventType::kEvState;
+  e.qpn = qpn_;
+  e.ev = t.ev;
+  e.from = t.from;
+  e.to = t.to;
+  e.cause = t.cause;
+  e.time = now;
+  e.peer = remote_.peer;
+  ep_.push_event(e);
+}
+
+void Qp::set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now) {
+  (void)cause;
+  evm_.set_port_usable(port, usable, now);
+  if (!usable && state_ == QpState::kRts) {
+    // Packets in flight on that plane are gone: resend them elsewhere right away.
+    std::uint32_t idx = list_head_;
+    while (idx != kNil) {
+      const std::uint32_t next = ring_[idx].next;
+      if (ring_[idx].ev_slot != EvManager::kNone && evm_.ev(ring_[idx].ev_slot).port == port)
+        mark_lost(psn_of(idx), LossCause::kPort, now);
+      idx = next;
+    }
+  }
+  ep_.mark_tx_ready(this);
+}
+
+void Qp::set_peer_ports(std::uint32_t mask, Time now) {
+  const std::uint32_t changed = mask ^ peer_ports_;
+  peer_ports_ = mask;
+  for (std::uint8_t p = 0; p < ep_.config().num_ports; ++p) {
+    if (!((changed >> p) & 1u)) continue;
+    const bool up = (mask >> p) & 1u;
+    if (((ep_.port_mask() >> p) & 1u) == 0) continue;  // locally down anyway
+    set_plane_usable(p, up, up ? EvCause::kPortUp : EvCause::kPortDown, now);
+  }
+}
+
+bool Qp::wants_tx() const {
+  if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
+  if (ctrl_count_ > 0) return true;
+  if (state_ != QpState::kRts) return false;
+  return rtx_pending_ > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever || evm_.next_probe_time() != kNever;
+}
+
+Time Qp::next_deadline() const {
+  if (state_ != QpState::kRts) return kNever;
+  Time t = kNever;
+  if (list_head_ != kNil) {
+    const Duration r = rto();
+    if (r != kNever) t = std::min(t, ring_[list_head_].sent + r);
+    t = std::min(t, tail_probe_at_);
+  }
+  t = std::min(t, evm_.next_skip_expiry());
+  t = std::min(t, evm_.next_probe_time());
+  const Duration probe_timeout = 4 * base_rtt_;
+  for (const Probe& p : probes_)
+    if (p.live) t = std::min(t, p.sent + probe_timeout);
+  return t;
+}
+
+void Qp::on_timer(Time now) {
+  if (state_ != QpState::kRts) return;
+  evm_.expire_skips(now);
+  const Duration probe_timeout = 4 * base_rtt_;
+  for (Probe& p : probes_) {
+    if (!p.live || p.sent + probe_timeout > now) continue;
+    p.live = false;
+    if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot);
+  }
+  if (list_head_ != kNil) {
+    const Duration r = rto();
+    if (r != kNever && ring_[list_head_].sent + r <= now) on_rto(now);
+  }
+  ep_.mark_tx_ready(this);
+}
+
+bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
+  if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
+  const std::uint32_t ports = usable_ports(free_ports);
+  if (ports == 0) return false;
+  // 1. Control (SACK/NACK/NAK): the responder's feedback never waits behind data.
+  while (ctrl_count_ > 0) {
+    const CtrlTx c = ctrl_[ctrl_head_];
+    sack_more_ = false;
+    if (!build_ctrl(out, c, ports, now)) break;
+    ctrl_head_ = (ctrl_head_ + 1) % static_cast<std::uint32_t>(ctrl_.size());
+    --ctrl_count_;
+    if (sack_more_) {
+      CtrlTx more = c;
+      more.pr = false;
+      queue_ctrl(more);
+    }
+    return true;
+  }
+  if (state_ != QpState::kRts) return false;
+  evm_.expire_skips(now);
+  // 2. Probes: ASSUMED_BAD EVs due for a probe, then a tail-loss probe after silence.
+  const std::uint16_t due = evm_.next_probe_due(now);
+  if (due != EvManager::kNone && ((ports >> evm_.ev(due).port) & 1u)) {
+    if (send_probe(out, due, false, ports, now)) return true;
+  }
+  if (tail_probe_at_ <= now) {
+    if (list_head_ == kNil) {
+      tail_probe_at_ = kNever;
+    } else {
+      const std::uint16_t slot = evm_.pick(ports);
+      if (slot != EvManager::kNone && send_probe(out, slot, true, ports, now)) {
+        tail_probe_at_ = now + (ep_.config().tun.tail_probe_delay ? ep_.config().tun.tail_probe_delay
+                                                                  : 2 * std::max(base_rtt_, srtt_));
+        return true;
+      }
+    }
+  }
+  // 3. Retransmissions, oldest gap first.
+  std::uint32_t psn = 0;
+  if (rtx_pending_ > 0 && next_rtx(psn)) {
+    const TxRec& r = rec(psn);
+    if (!cc_.can_send(r.len + kPktOverhead)) return false;
+    const std::uint16_t slot = evm_.pick(ports);
+    if (slot == EvManager::kNone) return false;
+    return build_data(out, psn, true, slot, now);
+  }
+  // 4. New data within the MPR window, the WIMM limit and the congestion window.
+  if (sq_unsent_ == 0) return false;
+  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) return false;
+  SendWqe& w = sq_[sq_seg_];
+  if (w.sent_pkts == 0 && w.wr.with_imm &&
+      wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
+    return false;
+  const std::uint32_t offset = w.sent_pkts * cfg_.pmtu;
+  const std::uint32_t len = std::min(cfg_.pmtu, w.wr.length - std::min(w.wr.length, offset));
+  if (!cc_.can_send(len + kPktOverhead)) return false;
+  const std::uint16_t slot = evm_.pick(ports);
+  if (slot == EvManager::kNone) return false;
+  psn = snd_nxt_;
+  snd_nxt_ = psn_add(snd_nxt_, 1);
+  if (w.sent_pkts == 0) {
+    w.first_psn = psn;
+    if (w.wr.with_imm) ++wimm_outstanding_;
+  }
+  TxRec& r = rec(psn);
+  r = TxRec{};
+  r.wqe = sq_seg_;
+  r.offset = offset;
+  r.len = len;
+  if (++w.sent_pkts == w.npkts) {
+    sq_seg_ = (sq_seg_ + 1) % static_cast<std::uint32_t>(sq_.size());
+    --sq_unsent_;
+  }
+  return build_data(out, psn, false, slot, now);
+}
+
+void Qp::finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc) {
+  encode_tx(out, p, ep_.config().icrc);
+  out.ev = evm_.ev(slot);
+  out.port = out.ev.port;
+  out.peer = remote_.peer;
+  out.qpn = qpn_;
+  out.tc = tc;
+}
+
+}  // namespace mrc::engine

@@ -1,0 +1,205 @@
+// One MRC queue pair: requester (segmentation, PSN window, SACK/NACK processing, RACK-style loss
+// detection, selective retransmission, RTO) and responder (direct placement, bitmap, SACK/NACK
+// generation, WRITE_IMM ordering). Owned and driven by an Endpoint.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "cc/cc.hpp"
+#include "common/psn.hpp"
+#include "common/rng.hpp"
+#include "engine/endpoint.hpp"
+#include "engine/ev_manager.hpp"
+#include "wire/packet.hpp"
+
+namespace mrc::engine {
+
+class Qp {
+ public:
+  Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg);
+
+  std::uint32_t qpn() const { return qpn_; }
+  QpState state() const { return state_; }
+  const QpConfig& config() const { return cfg_; }
+  const QpRemote& remote() const { return remote_; }
+  const QpCounters& counters() const { return ctr_; }
+  const EvManager& evs() const { return evm_; }
+  EvManager& evs() { return evm_; }
+  const cc::Controller& cc() const { return cc_; }
+  std::uint32_t window_psns() const;
+  std::uint32_t outstanding_psns() const { return static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)); }
+  Duration base_rtt() const { return base_rtt_; }
+
+  // Lifecycle (validated by the Endpoint).
+  int to_init();
+  int to_rtr(const QpRemote& r, Time now);
+  int to_rts(Time now);
+  void to_error(Time now);
+
+  int post_send(const SendWr& wr, Time now);
+  int post_recv(std::uint64_t wr_id);
+
+  void on_packet(const wire::Packet& p, const RxMeta& meta, Time now);
+  bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
+  /// May produce something in poll_tx() now (cheap, conservative).
+  bool wants_tx() const;
+  Time next_deadline() const;
+  void on_timer(Time now);
+  /// The plane `port` became (un)usable toward the peer (local port or peer's port status).
+  void set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now);
+  /// Endpoint-level port ownership (local ports down) combined with peer port status.
+  std::uint32_t peer_port_mask() const { return peer_ports_; }
+  void set_peer_ports(std::uint32_t mask, Time now);
+  /// Dynamic MPR: the window (128-PSN units, <= mpr_dest) this responder advertises in SACKs.
+  int set_advertised_mpr(std::uint8_t units);
+
+ private:
+  // ---- requester ----
+  struct SendWqe {
+    SendWr wr;
+    const std::uint8_t* local = nullptr;  ///< resolved local buffer
+    std::uint32_t first_psn = 0;
+    std::uint32_t npkts = 0;
+    std::uint32_t sent_pkts = 0;  ///< packets given a PSN so far
+    std::uint16_t msn = 0;
+    std::uint16_t rqmsn = 0;
+  };
+  static constexpr std::uint32_t kNil = 0xFFFFFFFFu;
+  enum TxFlags : std::uint8_t { kSacked = 1, kInFlight = 2, kLost = 4, kValid = 8 };
+  struct TxRec {
+    Time sent = 0;
+    std::uint32_t wqe = 0;     ///< index into sq_
+    std::uint32_t offset = 0;  ///< byte offset in the message
+    std::uint32_t len = 0;
+    std::uint32_t prev = kNil, next = kNil;  ///< send-order list of packets in flight (ring indices)
+    std::uint16_t ev_slot = EvManager::kNone;
+    std::uint8_t tx_count = 0;
+    std::uint8_t flags = 0;
+    std::uint8_t lost_cause = 0;  ///< LossCause of the pending retransmission
+  };
+  enum class LossCause : std::uint8_t { kNack, kLoss, kTimeout, kPort };
+  struct Probe {  ///< an outstanding reliability probe
+    std::uint16_t id = 0;
+    std::uint16_t ev_slot = EvManager::kNone;
+    Time sent = 0;
+    bool tail = false;  ///< tail-loss probe (vs. ASSUMED_BAD EV probe)
+    bool live = false;
+  };
+
+  std::uint32_t ring_idx(std::uint32_t psn) const { return psn & ring_mask_; }
+  TxRec& rec(std::uint32_t psn) { return ring_[ring_idx(psn)]; }
+  void list_push(std::uint32_t idx);
+  void list_remove(std::uint32_t idx);
+  void mark_lost(std::uint32_t psn, LossCause cause, Time now);
+  void mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent);
+  void detect_losses(Time now);
+  void complete_send_wqes(Time now);
+  void fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now);
+  bool build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now);
+  bool next_rtx(std::uint32_t& psn);
+  void handle_sack(const wire::Packet& p, const RxMeta& meta, Time now);
+  void handle_nack(const wire::Packet& p, Time now);
+  void handle_aeth(const wire::Packet& p, Time now);
+  void on_rto(Time now);
+  Duration rto() const;
+  Duration reorder_window() const;
+  void update_timing();
+  void on_rtt_sample(Duration rtt);
+  void ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent);
+  std::uint32_t psn_of(std::uint32_t idx) const {
+    return psn_add(snd_una_, (idx - (snd_una_ & ring_mask_)) & ring_mask_);
+  }
+  std::uint32_t wqe_of(std::uint32_t psn);
+  std::uint32_t usable_ports(std::uint32_t free_ports) const;
+  void emit_ev_event(const EvManager::Transition& t, Time now);
+  static void ev_sink(void* ctx, const EvManager::Transition& t, Time now);
+  bool send_probe(TxPacket& out, std::uint16_t slot, bool tail, std::uint32_t free_ports, Time now);
+
+  // ---- responder ----
+  struct CtrlTx {  ///< queued SACK / NACK / AETH-NAK to emit
+    wire::Opcode op = wire::Opcode::kSack;
+    std::uint32_t psn = 0;      ///< triggering PSN
+    std::uint32_t entropy = 0;  ///< reflected EV value
+    std::uint8_t port = 0;      ///< plane the trigger arrived on
+    wire::NackReason reason = wire::NackReason::kTrimmed;
+    std::uint8_t syndrome = 0;
+    std::uint8_t cc_flags = 0;
+    wire::SackMode m = wire::SackMode::kNone;
+    bool pr = false;
+    std::uint16_t probe_id = 0;
+    std::uint16_t tx_timestamp = 0;
+    Time arrived = 0;
+  };
+  struct WimmSlot {
+    bool valid = false;
+    std::uint32_t last_psn = 0;
+    std::uint32_t byte_len = 0;
+    std::uint32_t imm = 0;
+  };
+  void rx_data(const wire::Packet& p, const RxMeta& meta, Time now);
+  void rx_probe(const wire::Packet& p, const RxMeta& meta, Time now);
+  void queue_ctrl(const CtrlTx& c);
+  void queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id);
+  bool bitmap_test(std::uint32_t psn) const;
+  void bitmap_set(std::uint32_t psn);
+  void bitmap_clear(std::uint32_t psn);
+  std::uint64_t bitmap_window(std::uint32_t base) const;
+  void advance_epsn(Time now);
+  void deliver_wimms();
+  bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);
+  void finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc);
+
+  Endpoint& ep_;
+  std::uint32_t qpn_;
+  QpConfig cfg_;
+  QpRemote remote_{};
+  QpState state_ = QpState::kReset;
+  QpCounters ctr_;
+  EvManager evm_;
+  cc::Controller cc_;
+  Rng rng_;
+  Duration base_rtt_;
+  std::uint32_t peer_ports_ = 0xFFFFFFFFu;
+
+  // requester
+  std::vector<SendWqe> sq_;
+  std::uint32_t sq_head_ = 0, sq_seg_ = 0, sq_tail_ = 0, sq_count_ = 0;
+  std::uint32_t sq_unsent_ = 0;  ///< WRs not yet fully given PSNs
+  std::uint16_t next_msn_ = 0;
+  std::uint16_t next_rqmsn_ = 0;
+  std::uint32_t wimm_outstanding_ = 0;
+  std::vector<TxRec> ring_;
+  std::uint32_t ring_mask_ = 0;
+  std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
+  std::uint32_t list_head_ = kNil, list_tail_ = kNil;
+  std::uint32_t rtx_pending_ = 0;
+  std::uint32_t rtx_scan_ = 0;  ///< no lost packet below this PSN
+  Time rack_sent_ = 0;          ///< send time of the most recently sent packet known delivered
+  Time last_progress_ = 0;
+  std::uint32_t retries_ = 0;
+  std::uint8_t peer_mpr_adv_ = 0;
+  Probe probes_[64];
+  std::uint16_t next_probe_id_ = 1;
+  Time tail_probe_at_ = kNever;
+  Duration srtt_ = 0, rttvar_ = 0;
+  static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes CC charges per packet beyond payload
+
+  // responder
+  std::uint32_t rcv_epsn_ = 0;
+  std::vector<std::uint64_t> bitmap_;
+  std::uint32_t bitmap_mask_ = 0;
+  std::uint64_t rcv_bytes_ = 0;
+  std::uint32_t unacked_bytes_ = 0;
+  std::vector<CtrlTx> ctrl_;  ///< ring
+  std::uint32_t ctrl_head_ = 0, ctrl_count_ = 0;
+  std::vector<WimmSlot> wimm_;
+  std::uint16_t rq_next_deliver_ = 0;
+  std::vector<std::uint64_t> rq_;  ///< posted receive WR ids (ring)
+  std::uint32_t rq_head_ = 0, rq_count_ = 0;
+  std::uint8_t mpr_adv_ = 0;  ///< dynamic MPR we advertise (0 = static mpr_dest)
+  bool sack_more_ = false;    ///< the SACK just built could not report every new arrival
+  bool unrep_valid_ = false;  ///< received PSNs not yet covered by any SACK bitmap
+  std::uint32_t unrep_lo_ = 0, unrep_hi_ = 0;
+};
+
+}  // namespace mrc::engine

@@ -1,0 +1,459 @@
+// Requester half of a QP: segmentation, PSN window, SACK/NACK processing, loss detection
+// (RACK-style, with reliability probes as evidence), selective retransmission and the RTO.
+#include <algorithm>
+#include <cerrno>
+
+#include "engine/qp.hpp"
+
+namespace mrc::engine {
+
+namespace {
+constexpr std::uint32_t kMaxMessage = 1u << 31;
+}
+
+int Qp::post_send(const SendWr& wr, Time now) {
+  if (state_ != QpState::kRts) return EINVAL;
+  if (wr.length > kMaxMessage) return EINVAL;
+  if (sq_count_ == sq_.size()) return ENOMEM;
+  SendWqe& w = sq_[sq_tail_];
+  w = SendWqe{};
+  w.wr = wr;
+  w.npkts = wr.length == 0 ? 1 : (wr.length + cfg_.pmtu - 1) / cfg_.pmtu;
+  w.msn = next_msn_++;
+  w.rqmsn = wr.with_imm ? next_rqmsn_++ : next_rqmsn_;
+  const std::uint32_t idx = sq_tail_;
+  sq_tail_ = (sq_tail_ + 1) % static_cast<std::uint32_t>(sq_.size());
+  ++sq_count_;
+  ++sq_unsent_;
+  if (wr.length > 0) {
+    const MemoryRegion* mr = ep_.memory().find_lkey(wr.lkey);
+    if (mr == nullptr || !mr->contains(wr.local_addr, wr.length)) {
+      // Verbs semantics: the WR completes in error and the QP moves to ERROR.
+      fail_all(WcStatus::kLocalProtectionError, idx, now);
+      return 0;
+    }
+    w.local = mr->addr + (wr.local_addr - reinterpret_cast<std::uintptr_t>(mr->addr));
+  }
+  ep_.mark_tx_ready(this);
+  return 0;
+}
+
+void Qp::list_push(std::uint32_t idx) {
+  TxRec& r = ring_[idx];
+  r.prev = list_tail_;
+  r.next = kNil;
+  if (list_tail_ != kNil)
+    ring_[list_tail_].next = idx;
+  else
+    list_head_ = idx;
+  list_tail_ = idx;
+}
+
+void Qp::list_remove(std::uint32_t idx) {
+  TxRec& r = ring_[idx];
+  if (r.prev != kNil)
+    ring_[r.prev].next = r.next;
+  else
+    list_head_ = r.next;
+  if (r.next != kNil)
+    ring_[r.next].prev = r.prev;
+  else
+    list_tail_ = r.prev;
+  r.prev = r.next = kNil;
+}
+
+bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now) {
+  TxRec& r = rec(psn);
+  const SendWqe& w = sq_[r.wqe];
+  const std::uint32_t index = r.offset / cfg_.pmtu;
+  const bool first = index == 0;
+  const bool last = index + 1 == w.npkts;
+  using wire::Opcode;
+  wire::Packet p;
+  if (first && last)
+    p.bth.opcode = w.wr.with_imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
+  else if (first)
+    p.bth.opcode = Opcode::kWriteFirst;
+  else if (last)
+    p.bth.opcode = w.wr.with_imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
+  else
+    p.bth.opcode = Opcode::kWriteMiddle;
+  p.bth.pkey = cfg_.pkey;
+  p.bth.dest_qp = remote_.qpn;
+  p.bth.psn = psn;
+  p.bth.rtx = rtx;
+  const std::uint32_t in_flight_after = static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_));
+  const bool nothing_more = rtx_pending_ <= (rtx ? 1u : 0u) && sq_unsent_ == 0;
+  // Ask for an immediate SACK at message ends, when the window is about to close, when CC wants
+  // feedback and on the last packet we have to send.
+  p.bth.ack_req = last || rtx || nothing_more || cc_.ack_request() || in_flight_after + 1 >= window_psns();
+  p.meth.msn = w.msn;
+  p.meth.rqmsn = w.rqmsn;
+  p.reth.va = w.wr.remote_addr + r.offset;
+  p.reth.rkey = w.wr.rkey;
+  p.reth.dma_len = w.wr.length;
+  p.imm = w.wr.imm;
+  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + r.offset, r.len);
+
+  if (rtx) {
+    --rtx_pending_;
+    ++ctr_.tx_rtx;
+    switch (static_cast<LossCause>(r.lost_cause)) {
+      case LossCause::kNack:
+        ++ctr_.rtx_nack;
+        break;
+      case LossCause::kLoss:
+        ++ctr_.rtx_loss;
+        break;
+      case LossCause::kTimeout:
+        ++ctr_.rtx_timeout;
+        break;
+      case LossCause::kPort:
+        ++ctr_.rtx_port;
+        break;
+    }
+  } else {
+    ++ctr_.tx_data;
+  }
+  r.flags = static_cast<std::uint8_t>((r.flags & ~kLost) | kInFlight | kValid);
+  r.sent = now;
+  r.ev_slot = slot;
+  if (r.tx_count < 255) ++r.tx_count;
+  const bool was_idle = list_head_ == kNil;
+  list_push(ring_idx(psn));
+  cc_.on_send(r.len + kPktOverhead);
+  if (was_idle) {
+    last_progress_ = now;
+    const Duration d = ep_.config().tun.tail_probe_delay ? ep_.config().tun.tail_probe_delay
+                                                         : 2 * std::max(base_rtt_, srtt_);
+    tail_probe_at_ = now + d;
+  }
+  finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
+  return true;
+}
+
+bool Qp::next_rtx(std::uint32_t& psn) {
+  if (psn_lt(rtx_scan_, snd_una_)) rtx_scan_ = snd_una_;
+  for (std::uint32_t p = rtx_scan_; psn_lt(p, snd_nxt_); p = psn_add(p, 1)) {
+    if (rec(p).flags & kLost) {
+      rtx_scan_ = p;
+      psn = p;
+      return true;
+    }
+  }
+  rtx_scan_ = snd_nxt_;
+  rtx_pending_ = 0;  // defensive: nothing was found
+  return false;
+}
+
+void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
+  TxRec& r = rec(psn);
+  if (!(r.flags & kInFlight) || (r.flags & kSacked)) return;
+  list_remove(ring_idx(psn));
+  r.flags = static_cast<std::uint8_t>((r.flags & ~kInFlight) | kLost);
+  r.lost_cause = static_cast<std::uint8_t>(cause);
+  ++rtx_pending_;
+  if (psn_lt(psn, rtx_scan_)) rtx_scan_ = psn;
+  const std::uint32_t bytes = r.len + kPktOverhead;
+  switch (cause) {
+    case LossCause::kNack:
+      break;  // the NACK handler informs CC and the EV manager
+    case LossCause::kLoss:
+    case LossCause::kTimeout:
+      cc_.on_inferred_loss(bytes, now);
+      if (r.ev_slot != EvManager::kNone)
+        evm_.on_failure(r.ev_slot, cause == LossCause::kLoss ? EvCause::kLoss : EvCause::kTimeout, now);
+      break;
+    case LossCause::kPort:
+      cc_.on_forget(bytes);
+      break;
+  }
+  ep_.mark_tx_ready(this);
+}
+
+void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) {
+  TxRec& r = rec(psn);
+  if (!(r.flags & kValid) || (r.flags & kSacked)) return;
+  r.flags |= kSacked;
+  if (r.flags & kInFlight) {
+    list_remove(ring_idx(psn));
+    r.flags &= static_cast<std::uint8_t>(~kInFlight);
+    newly += r.len + kPktOverhead;
+  }
+  if (r.flags & kLost) {
+    r.flags &= static_cast<std::uint8_t>(~kLost);
+    if (rtx_pending_ > 0) --rtx_pending_;
+  }
+  // Only first transmissions say unambiguously when the delivered copy was sent.
+  if (r.tx_count == 1) newest_sent = std::max(newest_sent, r.sent);
+  ctr_.bytes_acked += r.len;
+}
+
+void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent) {
+  while (psn_lt(snd_una_, new_una)) {
+    mark_acked(snd_una_, newly, newest_sent);
+    rec(snd_una_).flags = 0;  // retire the slot
+    snd_una_ = psn_add(snd_una_, 1);
+  }
+}
+
+void Qp::detect_losses(Time now) {
+  const Duration reo = reorder_window();
+  while (list_head_ != kNil) {
+    const TxRec& r = ring_[list_head_];
+    if (r.sent + reo > rack_sent_) break;
+    mark_lost(psn_of(list_head_), LossCause::kLoss, now);
+  }
+}
+
+std::uint32_t Qp::wqe_of(std::uint32_t psn) {
+  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return sq_head_;
+  return rec(psn).wqe;
+}
+
+void Qp::complete_send_wqes(Time now) {
+  (void)now;
+  while (sq_count_ > 0) {
+    const SendWqe& w = sq_[sq_head_];
+    if (w.sent_pkts != w.npkts) break;
+    const std::uint32_t last_psn = psn_add(w.first_psn, w.npkts - 1);
+    if (!psn_lt(last_psn, snd_una_)) break;
+    if (w.wr.with_imm) --wimm_outstanding_;
+    if (w.wr.signaled) {
+      Completion c;
+      c.wr_id = w.wr.wr_id;
+      c.qpn = qpn_;
+      c.opcode = w.wr.with_imm ? WcOpcode::kRdmaWriteImm : WcOpcode::kRdmaWrite;
+      c.byte_len = w.wr.length;
+      ep_.push_completion(c);
+    }
+    sq_head_ = (sq_head_ + 1) % static_cast<std::uint32_t>(sq_.size());
+    --sq_count_;
+  }
+}
+
+void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
+  const bool had_state = state_ != QpState::kError;
+  state_ = QpState::kError;
+  // Send queue: the failing WR carries the error, everything after it is flushed (always reported).
+  while (sq_count_ > 0) {
+    const SendWqe& w = sq_[sq_head_];
+    Completion c;
+    c.wr_id = w.wr.wr_id;
+    c.qpn = qpn_;
+    c.opcode = w.wr.with_imm ? WcOpcode::kRdmaWriteImm : WcOpcode::kRdmaWrite;
+    c.status = sq_head_ == failing_wqe ? first_status : WcStatus::kFlushed;
+    ep_.push_completion(c);
+    sq_head_ = (sq_head_ + 1) % static_cast<std::uint32_t>(sq_.size());
+    --sq_count_;
+  }
+  sq_seg_ = sq_tail_ = sq_head_;
+  sq_unsent_ = 0;
+  wimm_outstanding_ = 0;
+  while (rq_count_ > 0) {
+    Completion c;
+    c.wr_id = rq_[rq_head_];
+    c.qpn = qpn_;
+    c.is_recv = true;
+    c.opcode = WcOpcode::kRecvRdmaWithImm;
+    c.status = WcStatus::kFlushed;
+    ep_.push_completion(c);
+    rq_head_ = (rq_head_ + 1) % static_cast<std::uint32_t>(rq_.size());
+    --rq_count_;
+  }
+  list_head_ = list_tail_ = kNil;
+  rtx_pending_ = 0;
+  ctrl_count_ = 0;
+  tail_probe_at_ = kNever;
+  for (Probe& p : probes_) p.live = false;
+  if (had_state) {
+    Event e;
+    e.type = EventType::kQpError;
+    e.qpn = qpn_;
+    e.time = now;
+    e.peer = remote_.peer;
+    ep_.push_event(e);
+  }
+}
+
+void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
+  (void)meta;
+  ++ctr_.rx_sack;
+  const wire::Seth& s = p.seth;
+  const std::uint32_t new_una = psn_add(s.cack_psn, 1);
+  // A SACK may not acknowledge PSNs we never sent.
+  if (psn_lt(snd_nxt_, new_una) || psn_diff(new_una, snd_una_) < -static_cast<std::int32_t>(ring_.size())) {
+    ++ctr_.rx_refused;
+    return;
+  }
+  const std::uint32_t old_una = snd_una_;
+  const std::uint32_t trigger = psn_add(s.cack_psn, s.ack_psn_offset);
+  const bool trigger_known =
+      !s.pr && !psn_lt(trigger, old_una) && psn_lt(trigger, snd_nxt_) && (rec(trigger).flags & kValid);
+  // Read what the trigger tells before acknowledging retires its slot.
+  TxRec trig{};
+  if (trigger_known) trig = rec(trigger);
+
+  std::uint32_t newly = 0;
+  Time newest_sent = 0;
+  if (psn_lt(snd_una_, new_una)) ack_cumulative(new_una, newly, newest_sent);
+  const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
+  for (std::uint64_t bits = s.sack_bitmap; bits != 0; bits &= bits - 1) {
+    const std::uint32_t psn = psn_add(base, std::countr_zero(bits));
+    if (psn_lt(psn, snd_una_)) continue;
+    if (!psn_lt(psn, snd_nxt_)) break;
+    mark_acked(psn, newly, newest_sent);
+  }
+
+  const bool ecn = s.m == wire::SackMode::kSkipOnce || (s.cc_flags & wire::cc_flags::kEcnEcho);
+  cc::AckSample sample;
+  sample.newly_acked_bytes = newly;
+  sample.ecn_echo = ecn;
+  sample.rcv_cwnd_pen = s.cc.rcv_cwnd_pen;
+  sample.restore_cwnd = s.cc.restore_cwnd;
+  if (trigger_known) {
+    const bool rtx_echo = s.cc_flags & wire::cc_flags::kRtxEcho;
+    const Duration svc =
+        (s.cc_flags & wire::cc_flags::kSvcTime) ? Duration{s.svc_time} * wire::kSvcUnitNs : 0;
+    if (((trig.tx_count == 1 && !rtx_echo) || (trig.tx_count == 2 && rtx_echo)) && now > trig.sent + svc) {
+      sample.rtt_valid = true;
+      sample.rtt_ns = now - trig.sent - svc;
+      on_rtt_sample(sample.rtt_ns);
+    }
+    std::uint16_t slot = trig.ev_slot;
+    if (slot == EvManager::kNone || evm_.ev(slot).value != s.entropy) slot = EvManager::kNone;
+    if (slot != EvManager::kNone) {
+      if (s.m == wire::SackMode::kAlwaysSkip)
+        evm_.on_failure(slot, EvCause::kAlwaysSkip, now);
+      else if (ecn)
+        evm_.on_skip_signal(slot, EvCause::kEcnEcho, now);
+    }
+  }
+  if (s.pr) {
+    Probe& pr = probes_[s.probe_id % std::size(probes_)];
+    if (pr.live && pr.id == s.probe_id) {
+      pr.live = false;
+      // Everything sent a reorder window before the probe should have been reported by now.
+      rack_sent_ = std::max(rack_sent_, pr.sent);
+      if (!pr.tail && pr.ev_slot != EvManager::kNone) evm_.on_probe_success(pr.ev_slot, now);
+    }
+  }
+  if (s.mpr != 0) peer_mpr_adv_ = s.mpr;
+  rack_sent_ = std::max(rack_sent_, newest_sent);
+  if (newly > 0) {
+    retries_ = 0;
+    last_progress_ = now;
+    const Duration d = ep_.config().tun.tail_probe_delay ? ep_.config().tun.tail_probe_delay
+                                                         : 2 * std::max(base_rtt_, srtt_);
+    tail_probe_at_ = now + d;
+  }
+  cc_.on_ack(sample, now);
+  detect_losses(now);
+  complete_send_wqes(now);
+  if (list_head_ == kNil) tail_probe_at_ = kNever;
+  ep_.mark_tx_ready(this);
+}
+
+void Qp::handle_nack(const wire::Packet& p, Time now) {
+  ++ctr_.rx_nack;
+  const wire::Neth& n = p.neth;
+  const std::uint32_t psn = n.nack_psn;
+  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return;  // stale
+  TxRec& r = rec(psn);
+  switch (n.reason) {
+    case wire::NackReason::kTrimmed:
+    case wire::NackReason::kTrimmedLastHop: {
+      if (!(r.flags & kInFlight)) return;
+      const bool lasthop = n.reason == wire::NackReason::kTrimmedLastHop;
+      // A trim means congestion on that path, not failure: skip it for a while (not for last-hop
+      // trims, which say nothing about the path).
+      if (!lasthop && r.ev_slot != EvManager::kNone) evm_.on_skip_signal(r.ev_slot, EvCause::kTrimNack, now);
+      const bool rtt_valid = r.tx_count == 1 && now > r.sent;
+      const Duration rtt = rtt_valid ? now - r.sent : 0;
+      const std::uint32_t bytes = r.len + kPktOverhead;
+      mark_lost(psn, LossCause::kNack, now);
+      cc_.on_nack(bytes, lasthop ? cc::NackKind::kTrimmedLastHop : cc::NackKind::kTrimmed, rtt_valid, rtt,
+                  now);
+      break;
+    }
+    case wire::NackReason::kUnexpEvent:
+      fail_all(WcStatus::kRemoteInvalidRequest, wqe_of(psn), now);
+      return;
+    default: {
+      // Responder out of window or resources: resend later, no path or CC penalty.
+      if (!(r.flags & kInFlight)) return;
+      const std::uint32_t bytes = r.len + kPktOverhead;
+      mark_lost(psn, LossCause::kNack, now);
+      cc_.on_forget(bytes);
+      break;
+    }
+  }
+  ep_.mark_tx_ready(this);
+}
+
+void Qp::handle_aeth(const wire::Packet& p, Time now) {
+  const std::uint32_t psn = p.bth.psn;
+  if (p.aeth.syndrome == wire::aeth::kAck) {
+    // Transport ACK (compatibility): cumulative acknowledgement up to and including psn.
+    const std::uint32_t new_una = psn_add(psn, 1);
+    if (!psn_lt(snd_una_, new_una) || psn_lt(snd_nxt_, new_una)) return;
+    std::uint32_t newly = 0;
+    Time newest = 0;
+    ack_cumulative(new_una, newly, newest);
+    rack_sent_ = std::max(rack_sent_, newest);
+    cc::AckSample s;
+    s.newly_acked_bytes = newly;
+    cc_.on_ack(s, now);
+    complete_send_wqes(now);
+    ep_.mark_tx_ready(this);
+    return;
+  }
+  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return;
+  WcStatus st = WcStatus::kRemoteOpError;
+  if (p.aeth.syndrome == wire::aeth::kNakRemoteAccessError)
+    st = WcStatus::kRemoteAccessError;
+  else if (p.aeth.syndrome == wire::aeth::kNakInvalidRequest)
+    st = WcStatus::kRemoteInvalidRequest;
+  // Everything before the failing WR was delivered (verbs ordering); complete those first.
+  const std::uint32_t failing = wqe_of(psn);
+  std::uint32_t newly = 0;
+  Time newest = 0;
+  ack_cumulative(sq_[failing].first_psn, newly, newest);
+  complete_send_wqes(now);
+  fail_all(st, failing, now);
+}
+
+void Qp::on_rto(Time now) {
+  ++ctr_.timeouts;
+  const Duration r = rto();
+  ++retries_;
+  const bool forever = cfg_.retry_exp >= 25;
+  if (!forever && retries_ > static_cast<std::uint32_t>(cfg_.retry_linear) + cfg_.retry_exp) {
+    fail_all(WcStatus::kRetryExceeded, wqe_of(snd_una_), now);
+    return;
+  }
+  while (list_head_ != kNil && ring_[list_head_].sent + r <= now)
+    mark_lost(psn_of(list_head_), LossCause::kTimeout, now);
+}
+
+bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, std::uint32_t ports, Time now) {
+  (void)ports;
+  const std::uint16_t id = next_probe_id_++;
+  if (next_probe_id_ == 0) next_probe_id_ = 1;
+  Probe& pr = probes_[id % std::size(probes_)];
+  pr = Probe{id, slot, now, tail, true};
+  if (!tail) evm_.probe_sent(slot, now);
+  wire::Packet p;
+  p.bth.opcode = wire::Opcode::kProbe;
+  p.bth.pkey = cfg_.pkey;
+  p.bth.dest_qp = remote_.qpn;
+  p.bth.psn = snd_nxt_;  // consumes no PSN
+  p.bth.ack_req = true;
+  p.peth.probe_id = id;
+  p.peth.tx_timestamp = static_cast<std::uint16_t>(now / wire::kTsUnitNs);
+  ++ctr_.tx_probe;
+  finish_tx(out, p, slot, TrafficClass::kControl);
+  return true;
+}
+
+}  // namespace mrc::engine

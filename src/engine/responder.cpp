@@ -1,0 +1,289 @@
+// Responder half of a QP: checks, direct placement into registered memory, the PSN bitmap,
+// SACK/NACK generation, and in-order WRITE_IMM completions.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "engine/qp.hpp"
+
+namespace mrc::engine {
+
+void Qp::on_packet(const wire::Packet& p, const RxMeta& meta, Time now) {
+  if (state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kError) {
+    ++ctr_.rx_refused;
+    return;
+  }
+  using wire::Opcode;
+  switch (p.bth.opcode) {
+    case Opcode::kSack:
+      if (state_ == QpState::kRts) handle_sack(p, meta, now);
+      break;
+    case Opcode::kNack:
+      if (state_ == QpState::kRts) handle_nack(p, now);
+      break;
+    case Opcode::kAck:
+      if (state_ == QpState::kRts) handle_aeth(p, now);
+      break;
+    case Opcode::kProbe:
+      rx_probe(p, meta, now);
+      break;
+    default:
+      if (wire::is_data(p.bth.opcode))
+        rx_data(p, meta, now);
+      else
+        ++ctr_.rx_refused;
+      break;
+  }
+}
+
+bool Qp::bitmap_test(std::uint32_t psn) const {
+  const std::uint32_t b = psn & bitmap_mask_;
+  return (bitmap_[b >> 6] >> (b & 63)) & 1u;
+}
+void Qp::bitmap_set(std::uint32_t psn) {
+  const std::uint32_t b = psn & bitmap_mask_;
+  bitmap_[b >> 6] |= 1ULL << (b & 63);
+}
+void Qp::bitmap_clear(std::uint32_t psn) {
+  const std::uint32_t b = psn & bitmap_mask_;
+  bitmap_[b >> 6] &= ~(1ULL << (b & 63));
+}
+
+std::uint64_t Qp::bitmap_window(std::uint32_t base) const {
+  // 64 bits starting at `base`; bits for PSNs below the expected PSN are already cleared.
+  const std::uint32_t b = base & bitmap_mask_;
+  const std::uint32_t word = b >> 6, shift = b & 63;
+  const auto words = static_cast<std::uint32_t>(bitmap_.size());
+  std::uint64_t v = bitmap_[word] >> shift;
+  if (shift != 0) v |= bitmap_[(word + 1) % words] << (64 - shift);
+  return v;
+}
+
+void Qp::advance_epsn(Time now) {
+  (void)now;
+  while (bitmap_test(rcv_epsn_)) {
+    bitmap_clear(rcv_epsn_);
+    rcv_epsn_ = psn_add(rcv_epsn_, 1);
+  }
+}
+
+void Qp::deliver_wimms() {
+  while (rq_count_ > 0) {
+    WimmSlot& s = wimm_[rq_next_deliver_ % wimm_.size()];
+    // A WRITE_IMM completes once it and every earlier PSN has been placed.
+    if (!s.valid || !psn_lt(s.last_psn, rcv_epsn_)) return;
+    Completion c;
+    c.wr_id = rq_[rq_head_];
+    c.qpn = qpn_;
+    c.is_recv = true;
+    c.opcode = WcOpcode::kRecvRdmaWithImm;
+    c.byte_len = s.byte_len;
+    c.imm = s.imm;
+    c.has_imm = true;
+    ep_.push_completion(c);
+    rq_head_ = (rq_head_ + 1) % static_cast<std::uint32_t>(rq_.size());
+    --rq_count_;
+    s.valid = false;
+    ++rq_next_deliver_;
+  }
+}
+
+int Qp::post_recv(std::uint64_t wr_id) {
+  if (state_ == QpState::kReset || state_ == QpState::kError) return EINVAL;
+  if (rq_.empty()) rq_.assign(cfg_.rq_depth, 0);
+  if (rq_count_ == rq_.size()) return ENOMEM;
+  rq_[(rq_head_ + rq_count_) % rq_.size()] = wr_id;
+  ++rq_count_;
+  if (!wimm_.empty()) deliver_wimms();
+  return 0;
+}
+
+void Qp::queue_ctrl(const CtrlTx& c) {
+  if (ctrl_count_ == ctrl_.size()) {
+    // Full: SACKs are cumulative, so drop the oldest SACK to make room (NACKs are kept).
+    for (std::uint32_t i = 0; i < ctrl_count_; ++i) {
+      const std::uint32_t at = (ctrl_head_ + i) % static_cast<std::uint32_t>(ctrl_.size());
+      if (ctrl_[at].op == wire::Opcode::kSack && !ctrl_[at].pr) {
+        for (std::uint32_t j = i; j + 1 < ctrl_count_; ++j)
+          ctrl_[(ctrl_head_ + j) % ctrl_.size()] = ctrl_[(ctrl_head_ + j + 1) % ctrl_.size()];
+        --ctrl_count_;
+        break;
+      }
+    }
+    if (ctrl_count_ == ctrl_.size()) return;
+  }
+  ctrl_[(ctrl_head_ + ctrl_count_) % ctrl_.size()] = c;
+  ++ctrl_count_;
+  ep_.mark_tx_ready(this);
+}
+
+void Qp::queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id) {
+  CtrlTx c;
+  c.op = wire::Opcode::kSack;
+  c.psn = p.bth.psn;
+  c.entropy = meta.ev;
+  c.port = meta.port;
+  c.m = meta.ecn_ce ? wire::SackMode::kSkipOnce : wire::SackMode::kNone;
+  c.cc_flags =
+      static_cast<std::uint8_t>((p.bth.rtx ? wire::cc_flags::kRtxEcho : 0) |
+                                (meta.ecn_ce ? wire::cc_flags::kEcnEcho : 0) | wire::cc_flags::kSvcTime);
+  c.pr = pr;
+  c.probe_id = probe_id;
+  c.tx_timestamp = p.has_tseth ? p.tseth.tx_timestamp : 0;
+  c.arrived = now;
+  unacked_bytes_ = 0;
+  queue_ctrl(c);
+}
+
+void Qp::rx_probe(const wire::Packet& p, const RxMeta& meta, Time now) {
+  ++ctr_.rx_probe;
+  queue_sack(p, meta, now, true, p.peth.probe_id);
+}
+
+void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
+  const std::uint32_t psn = p.bth.psn;
+  const std::int32_t d = psn_diff(psn, rcv_epsn_);
+  const auto window = static_cast<std::int32_t>((mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit);
+  auto nack = [&](wire::NackReason reason) {
+    CtrlTx c;
+    c.op = wire::Opcode::kNack;
+    c.psn = psn;
+    c.entropy = meta.ev;
+    c.port = meta.port;
+    c.reason = reason;
+    c.arrived = now;
+    queue_ctrl(c);
+  };
+
+  if (meta.trimmed || meta.trimmed_lasthop || p.trimmed) {
+    ++ctr_.rx_trimmed;
+    // A trimmed header asks for a fast retransmission, unless we already hold the packet.
+    if (d >= 0 && d < window && !bitmap_test(psn))
+      nack(meta.trimmed_lasthop ? wire::NackReason::kTrimmedLastHop : wire::NackReason::kTrimmed);
+    return;
+  }
+  if (d < 0 || (d < window && bitmap_test(psn))) {
+    // Duplicate: the requester has not seen our SACK yet; tell it again (no memory access).
+    ++ctr_.rx_dup;
+    if (d >= -4 * window)
+      queue_sack(p, meta, now, false, 0);
+    else
+      ++ctr_.rx_refused;
+    return;
+  }
+  if (d >= window) {
+    ++ctr_.rx_refused;
+    nack(wire::NackReason::kPsnOorWindow);
+    return;
+  }
+  const auto len = static_cast<std::uint32_t>(p.payload.size());
+  const MemoryRegion* mr = nullptr;
+  bool ok = len <= cfg_.pmtu && len <= p.reth.dma_len;
+  if (ok && len > 0) {
+    mr = ep_.memory().find_rkey(p.reth.rkey);
+    ok = mr != nullptr && (mr->access & access::kRemoteWrite) && mr->contains(p.reth.va, len);
+  }
+  if (!ok) {
+    ++ctr_.rx_refused;
+    CtrlTx c;
+    c.op = wire::Opcode::kAck;
+    c.psn = psn;
+    c.port = meta.port;
+    c.entropy = meta.ev;
+    c.syndrome = wire::aeth::kNakRemoteAccessError;
+    c.arrived = now;
+    queue_ctrl(c);
+    return;
+  }
+  if (wire::has_imm(p.bth.opcode)) {
+    const auto ahead = static_cast<std::uint16_t>(p.meth.rqmsn - rq_next_deliver_);
+    WimmSlot& s = wimm_[p.meth.rqmsn % wimm_.size()];
+    if (ahead >= wimm_.size() || s.valid) {
+      // More WRITE_IMMs outstanding than max_wimm_dest: a protocol violation (there is no RNR).
+      ++ctr_.rx_refused;
+      nack(wire::NackReason::kUnexpEvent);
+      return;
+    }
+    s.valid = true;
+    s.last_psn = psn;
+    s.byte_len = p.reth.dma_len;
+    s.imm = p.imm;
+  }
+  if (len > 0)
+    std::memcpy(mr->addr + (p.reth.va - reinterpret_cast<std::uintptr_t>(mr->addr)), p.payload.data(), len);
+  bitmap_set(psn);
+  ++ctr_.rx_data;
+  ctr_.bytes_placed += len;
+  rcv_bytes_ += len + kPktOverhead;
+  unacked_bytes_ += len;
+  if (!unrep_valid_) {
+    unrep_valid_ = true;
+    unrep_lo_ = unrep_hi_ = psn;
+  } else {
+    if (psn_lt(psn, unrep_lo_)) unrep_lo_ = psn;
+    if (psn_lt(unrep_hi_, psn)) unrep_hi_ = psn;
+  }
+  advance_epsn(now);
+  deliver_wimms();
+  if (meta.ecn_ce || p.bth.rtx || p.bth.ack_req || unacked_bytes_ >= ep_.config().tun.sack_bytes_threshold)
+    queue_sack(p, meta, now, false, 0);
+}
+
+bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time now) {
+  // ACK traffic takes a GOOD EV of the plane the data arrived on (a reverse EV), else any plane.
+  std::uint16_t slot = EvManager::kNone;
+  if ((ports >> c.port) & 1u) slot = evm_.pick_on_port(c.port);
+  if (slot == EvManager::kNone || !((ports >> evm_.ev(slot).port) & 1u)) slot = evm_.pick(ports);
+  if (slot == EvManager::kNone) return false;
+
+  wire::Packet p;
+  p.bth.opcode = c.op;
+  p.bth.pkey = cfg_.pkey;
+  p.bth.dest_qp = remote_.qpn;
+  const std::uint32_t cack = psn_add(rcv_epsn_, -1);
+  if (c.op == wire::Opcode::kSack) {
+    p.bth.psn = cack;
+    wire::Seth& s = p.seth;
+    s.m = c.m;
+    s.pr = c.pr;
+    s.probe_id = c.probe_id;
+    s.entropy = c.entropy;
+    s.cack_psn = cack;
+    const std::int32_t trig = psn_diff(c.psn, cack);
+    s.ack_psn_offset = static_cast<std::int16_t>(trig >= -32768 && trig <= 32767 ? trig : 0);
+    s.cc_flags = c.cc_flags;
+    const Duration svc = now > c.arrived ? now - c.arrived : 0;
+    s.svc_time = static_cast<std::uint16_t>(std::min<Duration>(svc / wire::kSvcUnitNs, 0xFFFF));
+    s.mpr = mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest;
+    // Bitmap: start at the lowest received PSN no SACK has reported yet, so every arrival is
+    // reported at least once; if they do not fit in 64 bits, queue another SACK for the rest.
+    std::uint32_t base = rcv_epsn_;
+    if (unrep_valid_ && psn_lt(rcv_epsn_, unrep_lo_)) base = unrep_lo_;
+    s.sack_offset = static_cast<std::int16_t>(psn_diff(base, cack));
+    s.sack_bitmap = bitmap_window(base);
+    if (unrep_valid_ && psn_diff(unrep_hi_, base) >= 64) {
+      unrep_lo_ = psn_add(base, 64);
+      sack_more_ = true;  // poll_tx queues another SACK for the rest
+    } else {
+      unrep_valid_ = false;
+    }
+    s.cc.tx_timestamp = c.tx_timestamp;
+    s.cc.rcvd_bytes = static_cast<std::uint32_t>(((rcv_bytes_ + 255) / 256) & 0xFFFFFF);
+    ++ctr_.tx_sack;
+  } else if (c.op == wire::Opcode::kNack) {
+    p.bth.psn = c.psn;
+    p.neth.reason = c.reason;
+    p.neth.entropy = c.entropy;
+    p.neth.nack_psn = c.psn;
+    ++ctr_.tx_nack;
+    ++ctr_.nack_sent_by_reason[static_cast<std::uint8_t>(c.reason) & 31];
+  } else {
+    p.bth.psn = c.psn;
+    p.aeth.syndrome = c.syndrome;
+    ++ctr_.tx_ack;
+  }
+  finish_tx(out, p, slot, TrafficClass::kControl);
+  return true;
+}
+
+}  // namespace mrc::engine

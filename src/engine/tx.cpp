@@ -1,0 +1,23 @@
+#include "engine/tx.hpp"
+
+#include <cstring>
+
+namespace mrc::engine {
+
+void encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc) {
+  const auto payload_len = static_cast<std::uint32_t>(p.payload.size());
+  out.header_len = static_cast<std::uint16_t>(
+      wire::encode_headers(p, payload_len, std::span<std::uint8_t>(out.header, sizeof(out.header))));
+  out.payload = p.payload.data();
+  out.payload_len = payload_len;
+  const auto pad = static_cast<std::uint8_t>((4 - (payload_len & 3)) & 3);
+  std::memset(out.trailer, 0, sizeof(out.trailer));
+  const std::uint32_t crc =
+      with_icrc ? wire::icrc(std::span<const std::uint8_t>(out.header, out.header_len), p.payload, pad) : 0;
+  // The ICRC goes on the wire least-significant byte first, as RoCEv2 does.
+  for (int i = 0; i < 4; ++i) out.trailer[pad + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  out.trailer_len = static_cast<std::uint8_t>(pad + 4);
+  out.psn = p.bth.psn;
+}
+
+}  // namespace mrc::engine

@@ -1,0 +1,9 @@
+// Serialises a wire::Packet into a TxPacket (headers + zero-copy payload view + pad/ICRC trailer).
+#pragma once
+#include "engine/endpoint.hpp"
+
+namespace mrc::engine {
+
+void encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc);
+
+}  // namespace mrc::engine
