@@ -17,6 +17,8 @@ inline constexpr std::uint8_t kTver = 0;  ///< BTH TVer used by MRC v1 (provisio
 inline constexpr std::size_t kIcrcSize = 4;
 /// Largest header stack we ever encode (BTH+METH+TSETH+RETH+ImmDt = 40; SETH = 48; EETH = 48).
 inline constexpr std::size_t kMaxHeaderSize = 64;
+/// Largest MRC packet (BTH .. ICRC) the codec encodes or accepts: one UDP/IPv4 datagram payload.
+inline constexpr std::size_t kMaxPacketSize = 65507;
 
 enum class Opcode : std::uint8_t {
   kWriteFirst = 0xC6,
@@ -77,16 +79,19 @@ struct Bth {
   bool rtx = false;           ///< this packet is a retransmission
   bool ts = false;            ///< a TSETH follows the METH (filled by encode() from Packet::has_tseth)
   std::uint32_t psn = 0;      ///< 24 bits; for endpoint requests PSN[15:0] = request id
+  bool operator==(const Bth&) const = default;
 };
 
 struct Meth {  ///< message extended transport header
   std::uint16_t rqmsn = 0;  ///< WRITE_IMM sequence number (which receive WR this immediate consumes)
   std::uint16_t msn = 0;    ///< message sequence number
+  bool operator==(const Meth&) const = default;
 };
 
 struct Tseth {
   std::uint16_t tx_timestamp = 0;  ///< requester clock in kTsUnitNs units (wraps)
   bool tsr = false;
+  bool operator==(const Tseth&) const = default;
 };
 inline constexpr std::uint32_t kTsUnitNs = 128;
 
@@ -94,11 +99,13 @@ struct Reth {
   std::uint64_t va = 0;       ///< address of THIS packet's first payload byte
   std::uint32_t rkey = 0;
   std::uint32_t dma_len = 0;  ///< length of the whole message (every packet carries it)
+  bool operator==(const Reth&) const = default;
 };
 
 struct Aeth {
   std::uint8_t syndrome = aeth::kAck;
   std::uint32_t msn = 0;  ///< 24 bits
+  bool operator==(const Aeth&) const = default;
 };
 
 struct CcState {
@@ -107,6 +114,7 @@ struct CcState {
   bool restore_cwnd = false;       ///< r_c
   std::uint8_t rcv_cwnd_pen = 0;   ///< 7 bits, 0..127
   std::uint32_t rcvd_bytes = 0;    ///< 24 bits, cumulative, 256-byte units
+  bool operator==(const CcState&) const = default;
 };
 
 /// cc_flags bits in SETH/NETH (project decision, see docs/wire-format.md).
@@ -130,6 +138,7 @@ struct Seth {  ///< reliability SACK, 28 bytes + 8-byte CC_STATE
   std::int16_t sack_offset = 0;     ///< bitmap base = cack_psn + sack_offset
   std::uint64_t sack_bitmap = 0;    ///< bit i = PSN base+i received
   CcState cc;
+  bool operator==(const Seth&) const = default;
 };
 inline constexpr std::uint32_t kSvcUnitNs = 32;
 
@@ -141,6 +150,7 @@ struct Neth {  ///< reliability NACK, 20 bytes
   std::uint8_t cc_type = 0;
   std::uint8_t cc_flags = 0;
   std::uint16_t tx_timestamp = 0;
+  bool operator==(const Neth&) const = default;
 };
 
 struct Peth {  ///< reliability probe request, 16 bytes
@@ -148,6 +158,7 @@ struct Peth {  ///< reliability probe request, 16 bytes
   std::uint16_t probe_id = 0;
   std::uint16_t tx_timestamp = 0;
   bool tsr = false;
+  bool operator==(const Peth&) const = default;
 };
 
 struct Erth {  ///< endpoint request, 16 bytes
@@ -157,6 +168,7 @@ struct Erth {  ///< endpoint request, 16 bytes
   std::uint32_t entropy = 0;           ///< EV the request was sent on (in a reserved word)
   std::uint16_t tx_timestamp = 0;
   bool tsr = false;
+  bool operator==(const Erth&) const = default;
 };
 
 struct Eeth {  ///< endpoint response, 36 bytes
@@ -167,6 +179,7 @@ struct Eeth {  ///< endpoint response, 36 bytes
   std::uint16_t tx_timestamp = 0;      ///< echoed
   bool svc_time_valid = false;
   std::uint32_t port_status_mask = 0;  ///< responder's own usable ports
+  bool operator==(const Eeth&) const = default;
 };
 
 /// A decoded (or to-be-encoded) packet. Which extension headers are meaningful follows from the
@@ -229,6 +242,13 @@ Error decode(std::span<const std::uint8_t> in, Packet& out, const DecodeOptions&
 /// network-agnostic; the UDP endpoint folds its IP/UDP prefix in with `icrc_with_prefix`).
 std::uint32_t icrc(std::span<const std::uint8_t> headers, std::span<const std::uint8_t> payload,
                    std::uint8_t pad_cnt);
+
+/// Same, with an already-masked IP+UDP header (RoCEv2 order: 8 x 0xFF, IP, UDP, BTH, ...) folded in
+/// before the BTH. The caller masks the variant IP/UDP fields (IPv4 TOS, TTL, checksum; IPv6 traffic
+/// class, flow label, hop limit; UDP checksum) to all-ones. An empty prefix gives icrc().
+std::uint32_t icrc_with_prefix(std::span<const std::uint8_t> masked_ip_udp,
+                               std::span<const std::uint8_t> headers, std::span<const std::uint8_t> payload,
+                               std::uint8_t pad_cnt);
 
 /// Plain CRC-32 (IEEE, reflected, init/xorout 0xFFFFFFFF) continuation, exposed for tests.
 std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> data);
