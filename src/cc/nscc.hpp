@@ -10,23 +10,27 @@ namespace mrc::cc {
 /// Mirrors struct mrc_ctl_cc_nscc_cfg (mrc_ctl.h). fi and eta are in bytes, fi_scale is a pure
 /// factor (decision Q-CC-1, docs/decisions.md). alpha is derived, not configured.
 struct NsccConfig {
-  std::uint32_t base_rtt_ns = 14023;        ///< config_base_rtt
-  std::uint32_t target_delay_ns = 10517;    ///< target_qdelay
-  std::uint32_t max_cwnd = 262926;          ///< MaxWnd in bytes (also the initial cwnd)
+  std::uint32_t base_rtt_ns = 14023;      ///< config_base_rtt
+  std::uint32_t target_delay_ns = 10517;  ///< target_qdelay
+  std::uint32_t max_cwnd = 262926;        ///< MaxWnd in bytes (also the initial cwnd)
   float gamma = 0.8f;
   float max_md_jump = 0.5f;
-  float fi = 23873.7f;                      ///< fair-increase constant, bytes
-  float fi_scale = 0.29214f;                ///< fast-increase scale
-  float eta = 716.21f;                      ///< additive bump per adjust period, bytes
+  float fi = 23873.7f;        ///< fair-increase constant, bytes
+  float fi_scale = 0.29214f;  ///< fast-increase scale
+  float eta = 716.21f;        ///< additive bump per adjust period, bytes
   std::uint8_t qa_gate = 3;
   std::uint32_t qa_threshold_ns = 42068;
   std::uint32_t adjust_bytes_threshold = 33200;
   std::uint32_t adjust_period_threshold_ns = 14023;
   bool disable_qa = false;
   // Not in the OCP struct; the engine supplies them.
-  std::uint32_t mtu = 4150;            ///< nominal packet size used for min cwnd and increments
+  std::uint32_t mtu = 4150;                          ///< nominal packet size used for min cwnd and increments
   std::uint64_t linkspeed_bps = 100'000'000'000ULL;  ///< min(send, receive) line rate
-  double alpha = 0.0;                  ///< bytes per ns of (target - delay) per acked byte; 0 = derive
+  /// Proportional-increase gain in bytes per nanosecond (B/ns): each acked byte adds
+  /// alpha * (target - delay[ns]) to inc_bytes (B^2), and fulfill_adjustment adds inc_bytes / cwnd to
+  /// cwnd, so one window's worth of ACKs grows cwnd by alpha * (target - delay) bytes. htsim's value
+  /// is in B/ps (ours = htsim * 1000). 0 = derive from mtu, linkspeed and base RTT (docs/cc.md).
+  double alpha = 0.0;
 
   /// The UET default derivation (mrc-reference §6.2) for a network with this line rate, base RTT
   /// and MTU. `trimming` selects target = 0.75*base_rtt (else 1.0*base_rtt).
@@ -52,7 +56,9 @@ class Nscc {
   explicit Nscc(const NsccConfig& cfg);
 
   const NsccConfig& config() const { return cfg_; }
-  bool can_send(std::uint32_t bytes) const { return inflight_ + static_cast<std::int64_t>(bytes) <= static_cast<std::int64_t>(cwnd_); }
+  bool can_send(std::uint32_t bytes) const {
+    return inflight_ + static_cast<std::int64_t>(bytes) <= static_cast<std::int64_t>(cwnd_);
+  }
   /// The sender should set the A bit: little window left, or cwnd below the ACK-generation trigger.
   bool ack_request() const;
   void on_send(std::uint32_t bytes) { inflight_ += bytes; }
@@ -61,16 +67,20 @@ class Nscc {
   /// Loss inferred without a NACK (RACK/timeout): shrink by the packet, stop counting it.
   void on_inferred_loss(std::uint32_t bytes, Time now);
   /// Bytes that left the network without an ACK being due (e.g. a plane went down).
-  void on_forget(std::uint32_t bytes) { inflight_ -= bytes; }
+  void on_forget(std::uint32_t bytes) { release(bytes); }
 
   std::uint64_t cwnd() const { return cwnd_; }
   std::int64_t inflight() const { return inflight_; }
   std::uint64_t base_rtt_ns() const { return base_rtt_; }
+  /// Current upper bound on cwnd: max_cwnd, lowered to 1.5 * linkspeed * base_rtt as base_rtt shrinks.
+  std::uint64_t max_wnd() const { return max_wnd_; }
   double avg_delay_ns() const { return avg_delay_; }
 
   struct Stats {
-    std::uint64_t fair_inc = 0, prop_inc = 0, fast_inc = 0, eta_inc = 0;  // bytes added by each
-    std::uint64_t multi_dec = 0, quick_adapt = 0, nack_dec = 0, loss_dec = 0;  // events
+    /// Bytes added by each increase rule (as asked for, before clamping to max_wnd).
+    std::uint64_t fair_inc = 0, prop_inc = 0, fast_inc = 0, eta_inc = 0;
+    /// Event counts: MDs applied, quick-adapts fired, trim NACKs that cut one packet, inferred losses.
+    std::uint64_t multi_dec = 0, quick_adapt = 0, nack_dec = 0, loss_dec = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -83,6 +93,11 @@ class Nscc {
   void fulfill_adjustment(Time now);
   bool apply_penalty(std::uint8_t pen, bool restore, std::uint32_t n);
   void update_base_rtt(std::uint64_t rtt);
+  void release(std::uint32_t bytes) {
+    inflight_ = inflight_ > static_cast<std::int64_t>(bytes) ? inflight_ - bytes : 0;
+  }
+  void bound_cwnd();
+  void reset_increments();
 
   NsccConfig cfg_;
   double alpha_;
@@ -103,6 +118,8 @@ class Nscc {
   bool increase_mode_ = false;
   Time last_dec_time_ = 0;
   double avg_delay_ = 0;
+  double fair_pending_ = 0;  // fair-increase part of inc_bytes_, for Stats only
+  double prop_pending_ = 0;  // proportional-increase part of inc_bytes_, for Stats only
   Stats stats_;
 };
 
