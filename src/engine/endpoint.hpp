@@ -35,6 +35,13 @@ struct Tunables {
   Duration reorder_window = 0;                 ///< RACK reordering allowance; 0 = base RTT / 2
   Duration tail_probe_delay = 0;               ///< reliability probe after silence; 0 = 2 base RTTs
   Duration base_rtt_hint = 10_us;              ///< until a sample arrives
+  /// Losses found without a trim NACK (RACK, timeout) shrink the congestion window. Off by default:
+  /// in a trimming network congestion shows up as trims and ECN, and untrimmed loss means a failed
+  /// path, which the EV manager handles (docs/decisions.md D-CC-LOSS).
+  bool loss_is_congestion = false;
+  /// Losses on one plane with nothing delivered on it since, before the whole plane is declared
+  /// failed (all its EVs ASSUMED_BAD at once). 0 disables the inference.
+  std::uint32_t plane_failure_losses = 3;
 };
 
 struct QpConfig {

@@ -28,6 +28,8 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
   evm_.init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
   update_timing();
+  plane_delivered_sent_.assign(ep.config().num_ports, 0);
+  plane_losses_.assign(ep.config().num_ports, 0);
 }
 
 int Qp::to_init() {
@@ -184,10 +186,10 @@ Time Qp::next_deadline() const {
   if (list_head_ != kNil) {
     const Duration r = rto();
     if (r != kNever) t = std::min(t, ring_[list_head_].sent + r);
-    t = std::min(t, tail_probe_at_);
+    if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
   }
   t = std::min(t, evm_.next_skip_expiry());
-  t = std::min(t, evm_.next_probe_time());
+  if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
   const Duration probe_timeout = 4 * base_rtt_;
   for (const Probe& p : probes_)
     if (p.live) t = std::min(t, p.sent + probe_timeout);
@@ -196,6 +198,7 @@ Time Qp::next_deadline() const {
 
 void Qp::on_timer(Time now) {
   if (state_ != QpState::kRts) return;
+  timer_seen_ = now;
   evm_.expire_skips(now);
   const Duration probe_timeout = 4 * base_rtt_;
   for (Probe& p : probes_) {

@@ -27,6 +27,8 @@ class Qp {
   EvManager& evs() { return evm_; }
   const cc::Controller& cc() const { return cc_; }
   std::uint32_t window_psns() const;
+  /// Responder window in PSNs: what we advertise (dynamic MPR) or mpr_dest.
+  std::uint32_t window_dest() const { return (mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit; }
   std::uint32_t outstanding_psns() const { return static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)); }
   Duration base_rtt() const { return base_rtt_; }
 
@@ -92,6 +94,7 @@ class Qp {
   void list_remove(std::uint32_t idx);
   void mark_lost(std::uint32_t psn, LossCause cause, Time now);
   void mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent);
+  void infer_plane_failure(std::uint8_t plane, Time now);
   void detect_losses(Time now);
   void complete_send_wqes(Time now);
   void fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now);
@@ -182,6 +185,13 @@ class Qp {
   std::uint16_t next_probe_id_ = 1;
   Time tail_probe_at_ = kNever;
   Duration srtt_ = 0, rttvar_ = 0;
+  /// on_timer() last ran at this time: transmit-driven deadlines (probes) at or before it are
+  /// already waiting for a free port in poll_tx and are not reported again.
+  Time timer_seen_ = 0;
+  /// Per plane: send time of the newest first transmission known delivered, and how many packets
+  /// sent after it were declared lost since (plane-failure inference).
+  std::vector<Time> plane_delivered_sent_;
+  std::vector<std::uint32_t> plane_losses_;
   static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes CC charges per packet beyond payload
 
   // responder

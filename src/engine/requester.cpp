@@ -160,9 +160,18 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
       break;  // the NACK handler informs CC and the EV manager
     case LossCause::kLoss:
     case LossCause::kTimeout:
-      cc_.on_inferred_loss(bytes, now);
-      if (r.ev_slot != EvManager::kNone)
+      if (ep_.config().tun.loss_is_congestion)
+        cc_.on_inferred_loss(bytes, now);
+      else
+        cc_.on_forget(bytes);
+      if (r.ev_slot != EvManager::kNone) {
         evm_.on_failure(r.ev_slot, cause == LossCause::kLoss ? EvCause::kLoss : EvCause::kTimeout, now);
+        const std::uint8_t plane = evm_.ev(r.ev_slot).port;
+        if (r.sent > plane_delivered_sent_[plane]) {
+          ++plane_losses_[plane];
+          infer_plane_failure(plane, now);
+        }
+      }
       break;
     case LossCause::kPort:
       cc_.on_forget(bytes);
@@ -185,7 +194,16 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) 
     if (rtx_pending_ > 0) --rtx_pending_;
   }
   // Only first transmissions say unambiguously when the delivered copy was sent.
-  if (r.tx_count == 1) newest_sent = std::max(newest_sent, r.sent);
+  if (r.tx_count == 1) {
+    newest_sent = std::max(newest_sent, r.sent);
+    if (r.ev_slot != EvManager::kNone) {
+      const std::uint8_t plane = evm_.ev(r.ev_slot).port;
+      if (r.sent > plane_delivered_sent_[plane]) {
+        plane_delivered_sent_[plane] = r.sent;
+        plane_losses_[plane] = 0;
+      }
+    }
+  }
   ctr_.bytes_acked += r.len;
 }
 
@@ -194,6 +212,26 @@ void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newes
     mark_acked(snd_una_, newly, newest_sent);
     rec(snd_una_).flags = 0;  // retire the slot
     snd_una_ = psn_add(snd_una_, 1);
+  }
+}
+
+void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
+  const std::uint32_t threshold = ep_.config().tun.plane_failure_losses;
+  if (threshold == 0 || plane_losses_[plane] < threshold) return;
+  // Several losses on the plane and nothing sent on it since has arrived, while other planes
+  // deliver: the plane has failed. Retire all its EVs now instead of losing a packet on each.
+  plane_losses_[plane] = 0;
+  for (std::uint16_t s = 0; s < evm_.size(); ++s)
+    if (evm_.ev(s).port == plane && evm_.is_active(s)) evm_.on_failure(s, EvCause::kLoss, now);
+  // Backups promoted meanwhile are on the same plane: retire them too.
+  while (evm_.active_good(plane) > 0) {
+    bool changed = false;
+    for (std::uint16_t s = 0; s < evm_.size(); ++s)
+      if (evm_.ev(s).port == plane && evm_.is_active(s) && evm_.state(s) == EvState::kGood) {
+        evm_.on_failure(s, EvCause::kLoss, now);
+        changed = true;
+      }
+    if (!changed) break;
   }
 }
 

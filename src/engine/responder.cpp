@@ -50,12 +50,16 @@ void Qp::bitmap_clear(std::uint32_t psn) {
 }
 
 std::uint64_t Qp::bitmap_window(std::uint32_t base) const {
-  // 64 bits starting at `base`; bits for PSNs below the expected PSN are already cleared.
+  // 64 bits starting at `base` (>= the expected PSN). The ring is indexed modulo its size, so
+  // positions at or past the window edge alias older PSNs: they are never reported.
+  const std::int32_t room = static_cast<std::int32_t>(window_dest()) - psn_diff(base, rcv_epsn_);
+  if (room <= 0) return 0;
   const std::uint32_t b = base & bitmap_mask_;
   const std::uint32_t word = b >> 6, shift = b & 63;
   const auto words = static_cast<std::uint32_t>(bitmap_.size());
   std::uint64_t v = bitmap_[word] >> shift;
   if (shift != 0) v |= bitmap_[(word + 1) % words] << (64 - shift);
+  if (room < 64) v &= (1ULL << room) - 1;
   return v;
 }
 
@@ -143,7 +147,7 @@ void Qp::rx_probe(const wire::Packet& p, const RxMeta& meta, Time now) {
 void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   const std::uint32_t psn = p.bth.psn;
   const std::int32_t d = psn_diff(psn, rcv_epsn_);
-  const auto window = static_cast<std::int32_t>((mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit);
+  const auto window = static_cast<std::int32_t>(window_dest());
   auto nack = [&](wire::NackReason reason) {
     CtrlTx c;
     c.op = wire::Opcode::kNack;

@@ -78,6 +78,7 @@ class Pair {
     Rng pr(o.seed ^ 0xABCDEF);
     const std::uint32_t psn_ab = static_cast<std::uint32_t>(pr.next()) & kPsnMask;
     const std::uint32_t psn_ba = static_cast<std::uint32_t>(pr.next()) & kPsnMask;
+    psn_ab_ = psn_ab;
     engine::QpRemote ra{nb_, qb_, psn_ab, psn_ba, o.mpr, o.max_wimm_dest};
     engine::QpRemote rb{na_, qa_, psn_ba, psn_ab, o.mpr, o.max_wimm_dest};
     a_->connect_qp(qa_, ra, 0);
@@ -152,12 +153,15 @@ class Pair {
   std::vector<engine::Completion>& recv_done() { return recv_done_; }
   std::vector<engine::Event>& a_events() { return a_events_; }
   const PairOptions& options() const { return opt_; }
+  std::vector<engine::Event>& b_events() { return b_events_; }
+  /// First PSN of the a->b direction.
+  std::uint32_t psn_ab() const { return psn_ab_; }
 
  private:
   PairOptions opt_;
   sim::PathNet net_;
   std::unique_ptr<engine::Endpoint> a_, b_;
-  std::uint32_t na_ = 0, nb_ = 0, qa_ = 0, qb_ = 0;
+  std::uint32_t na_ = 0, nb_ = 0, qa_ = 0, qb_ = 0, psn_ab_ = 0;
   std::vector<std::uint8_t> src_, dst_;
   const engine::MemoryRegion* mra_ = nullptr;
   const engine::MemoryRegion* mrb_ = nullptr;

@@ -1,0 +1,228 @@
+// Path, plane and port failures; trim NACKs; the retransmission timeout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "harness.hpp"
+
+namespace mrc::test {
+namespace {
+
+using engine::EvState;
+
+/// Bytes newly acknowledged per window (from a's counters), sampled by running in steps.
+struct Goodput {
+  std::vector<std::uint64_t> acked;  // cumulative at each step end
+  Duration step = 0;
+};
+
+TEST(Failure, KilledPathLeavesTheActiveSetAndLosesNothing) {
+  PairOptions o;
+  o.buf_size = 16 << 20;
+  Pair p(o);
+  const Duration rtt = p.net().base_rtt();
+  const Time kill_at = 60_us;
+  const std::uint32_t plane = 1, path = 5;
+  p.net().kill_path(plane, path, kill_at);
+
+  std::map<std::uint32_t, Time> dropped;   // psn -> drop time on the dead path
+  std::map<std::uint32_t, Time> repaired;  // psn -> delivery time of its retransmission
+  Time last_send_on_dead = 0;
+  p.net().set_observer([&](const sim::PacketRecord& r) {
+    if (r.src != p.node_a() || r.tc == engine::TrafficClass::kControl) return;
+    if (r.plane == plane && r.path == path && r.sent >= kill_at)
+      last_send_on_dead = std::max(last_send_on_dead, r.sent);
+    if (!r.delivered && r.cause == sim::DropCause::kPathDead) dropped.emplace(r.psn, r.time);
+    if (r.delivered && dropped.count(r.psn) && !repaired.count(r.psn)) repaired.emplace(r.psn, r.time);
+  });
+  ASSERT_EQ(p.write(1, 0, 16 << 20, 0), 0);
+  ASSERT_TRUE(p.run_until_completions(1, 0, 50_ms));
+  EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, 16 << 20, 0));
+  ASSERT_FALSE(dropped.empty());
+  EXPECT_EQ(repaired.size(), dropped.size());  // every packet lost on the path was delivered again
+
+  // Every EV that maps to the dead path went ASSUMED_BAD after losses and was never used again.
+  const auto& evs = p.qpa().evs();
+  std::uint32_t on_path = 0;
+  for (std::uint16_t s = 0; s < evs.size(); ++s) {
+    const engine::Ev& ev = evs.ev(s);
+    if (ev.port != plane || p.net().path_index(ev) != path) continue;
+    ++on_path;
+    EXPECT_FALSE(evs.is_active(s) && evs.state(s) == EvState::kGood) << "EV " << ev.value;
+  }
+  EXPECT_GT(on_path, 0u);
+  std::uint32_t bad_events = 0;
+  for (const auto& e : p.a_events())
+    if (e.type == engine::EventType::kEvState && e.to == EvState::kAssumedBad) {
+      EXPECT_TRUE(e.cause == engine::EvCause::kLoss || e.cause == engine::EvCause::kTimeout);
+      EXPECT_EQ(p.net().path_index(e.ev), path);
+      ++bad_events;
+    }
+  EXPECT_GE(bad_events, 1u);
+
+  Time repair_done = 0;
+  for (const auto& [psn, t] : repaired) repair_done = std::max(repair_done, t);
+  const double detect_rtts = static_cast<double>(last_send_on_dead - kill_at) / static_cast<double>(rtt);
+  const double repair_rtts = static_cast<double>(repair_done - kill_at) / static_cast<double>(rtt);
+  std::printf(
+      "path kill: base RTT %.2f us; last send on the dead path %.2f RTTs after the kill; "
+      "all %zu lost packets re-delivered %.2f RTTs after the kill\n",
+      static_cast<double>(rtt) / 1e3, detect_rtts, dropped.size(), repair_rtts);
+  EXPECT_LE(repair_rtts, 5.0);
+}
+
+/// Runs until done, recording acknowledged bytes every `step`.
+Goodput run_sampled(Pair& p, Duration step, Time limit) {
+  Goodput g;
+  g.step = step;
+  Time t = p.net().now();
+  while (t < limit) {
+    t += step;
+    p.net().run_until(t);
+    p.drain();
+    g.acked.push_back(p.qpa().counters().bytes_acked);
+    if (!p.send_done().empty()) break;
+  }
+  return g;
+}
+
+double rate_gbps(const Goodput& g, std::size_t from, std::size_t to) {
+  const double bytes = static_cast<double>(g.acked[to] - g.acked[from]);
+  return bytes * 8.0 / (static_cast<double>((to - from) * g.step));
+}
+
+TEST(Failure, LocalPortDownMovesTrafficToTheOtherPlanesAtOnce) {
+  PairOptions o;
+  o.buf_size = 64 << 20;
+  Pair p(o);
+  const Time down_at = 300_us;
+  p.net().port_down(p.node_a(), 2, down_at);
+  std::uint64_t sent_on_down_after = 0, acks_on_down_after = 0;
+  p.net().set_observer([&](const sim::PacketRecord& r) {
+    if (r.plane != 2 || r.sent <= down_at + 2 * p.net().base_rtt()) return;
+    (r.src == p.node_a() ? sent_on_down_after : acks_on_down_after)++;
+  });
+  ASSERT_EQ(p.write(1, 0, 64 << 20, 0), 0);
+  const Duration step = 20_us;
+  Goodput g = run_sampled(p, step, 20_ms);
+  ASSERT_EQ(p.send_done().size(), 1u);
+  EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, 64 << 20, 0));
+  EXPECT_EQ(sent_on_down_after, 0u);
+  EXPECT_EQ(acks_on_down_after, 0u);  // the peer learned of the port status and stopped too
+  const std::size_t k = down_at / step;
+  ASSERT_GT(g.acked.size(), k + 20);
+  const double before = rate_gbps(g, 5, k - 1);
+  const double after = rate_gbps(g, k + 2, g.acked.size() - 2);
+  std::printf("port down: %.1f Gb/s before, %.1f Gb/s after (%.2f of before)\n", before, after,
+              after / before);
+  EXPECT_GT(after / before, 0.70);  // (N-1)/N = 0.75 of the capacity remains
+  EXPECT_LT(after / before, 0.80);
+  bool told = false;
+  for (const auto& e : p.b_events())
+    if (e.type == engine::EventType::kPortStatus && e.port_mask == 0b1011) told = true;
+  EXPECT_TRUE(told);
+}
+
+TEST(Failure, DeadPlaneIsDetectedFromLossesAndNothingIsLost) {
+  PairOptions o;
+  o.buf_size = 32 << 20;
+  o.path.loss = 0.01;
+  Pair p(o);
+  p.net().kill_plane(3, 200_us);
+  ASSERT_EQ(p.write(1, 0, 32 << 20, 0), 0);
+  ASSERT_TRUE(p.run_until_completions(1, 0, 100_ms));
+  EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, 32 << 20, 0));
+  // Every active EV of plane 3 ended ASSUMED_BAD; the other planes kept GOOD EVs.
+  const auto& evs = p.qpa().evs();
+  EXPECT_EQ(evs.active_good(3), 0u);
+  for (std::uint8_t plane = 0; plane < 3; ++plane) EXPECT_GT(evs.active_good(plane), 0u);
+}
+
+TEST(Failure, TrimmedPacketsAreRetransmittedOnTheirNackWithoutATimeout) {
+  PairOptions o;
+  o.path.trim = 0.05;
+  o.timeout = 14;  // 16.8 ms: a timeout would stand out
+  o.buf_size = 8 << 20;
+  Pair p(o);
+  const Duration rtt = p.net().base_rtt();
+  std::map<std::uint32_t, Time> trimmed_at;
+  std::vector<Duration> delays;
+  p.net().set_observer([&](const sim::PacketRecord& r) {
+    if (r.src != p.node_a() || r.tc == engine::TrafficClass::kControl || !r.delivered) return;
+    if (r.trimmed) {
+      trimmed_at.emplace(r.psn, r.time);
+    } else if (r.tc == engine::TrafficClass::kDataRtx) {
+      auto it = trimmed_at.find(r.psn);
+      if (it != trimmed_at.end()) {
+        delays.push_back(r.sent - it->second);
+        trimmed_at.erase(it);
+      }
+    }
+  });
+  ASSERT_EQ(p.write(1, 0, 8 << 20, 0), 0);
+  ASSERT_TRUE(p.run_until_completions(1, 0, 50_ms));
+  EXPECT_TRUE(p.same(0, 8 << 20, 0));
+  const auto& ca = p.qpa().counters();
+  EXPECT_GT(ca.rtx_nack, 50u);
+  EXPECT_EQ(ca.timeouts, 0u);
+  EXPECT_EQ(ca.rtx_timeout, 0u);
+  EXPECT_EQ(p.qpb().counters().nack_sent_by_reason[static_cast<int>(wire::NackReason::kTrimmed)],
+            p.qpb().counters().rx_trimmed);
+  ASSERT_FALSE(delays.empty());
+  const Duration worst = *std::max_element(delays.begin(), delays.end());
+  // Trim at the receiver -> NACK back (half an RTT) -> retransmission: well under two base RTTs.
+  EXPECT_LT(worst, 2 * rtt);
+  EXPECT_LT(p.net().now(), 2_ms);
+}
+
+TEST(Failure, RetriesExhaustMovesTheQpToErrorWithRetryExceeded) {
+  PairOptions o;
+  o.timeout = 6;  // 65.5 us
+  o.retry_linear = 2;
+  o.retry_exp = 2;
+  Pair p(o);
+  for (std::uint32_t plane = 0; plane < o.planes; ++plane) p.net().kill_plane(plane, 5_us);
+  ASSERT_EQ(p.write(7, 0, 1 << 20, 0), 0);
+  ASSERT_TRUE(p.run_until_completions(1, 0, 100_ms));
+  EXPECT_EQ(p.send_done()[0].wr_id, 7u);
+  EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kRetryExceeded);
+  EXPECT_EQ(p.qpa().state(), engine::QpState::kError);
+  EXPECT_EQ(p.qpa().counters().timeouts, 5u);  // 1 + linear 2 + exponential 2, then give up
+  const Duration t = 1024ULL << 6;
+  // Fixed T, T, T, then 2T, 4T: about 9T after the last send.
+  EXPECT_GT(p.net().now(), 8 * t);
+  EXPECT_LT(p.net().now(), 11 * t);
+  EXPECT_EQ(p.write(8, 0, 1, 0), EINVAL);
+  bool error_event = false;
+  for (const auto& e : p.a_events()) error_event |= e.type == engine::EventType::kQpError;
+  EXPECT_TRUE(error_event);
+}
+
+TEST(Failure, AssumedBadEvsAreResurrectedByProbesWhenThePathReturns) {
+  PairOptions o;
+  o.buf_size = 64 << 20;
+  Pair p(o);
+  p.net().kill_path(0, 3, 50_us);
+  ASSERT_EQ(p.write(1, 0, 64 << 20, 0), 0);
+  p.net().run_until(150_us);
+  p.drain();
+  std::uint32_t bad = 0;
+  for (const auto& e : p.a_events())
+    bad += e.type == engine::EventType::kEvState && e.to == EvState::kAssumedBad;
+  ASSERT_GT(bad, 0u);
+  p.net().path(0, 3).dies_at = kNever;  // repaired
+  ASSERT_TRUE(p.run_until_completions(1, 0, 100_ms));
+  std::uint32_t resurrected = 0;
+  for (const auto& e : p.a_events())
+    resurrected += e.type == engine::EventType::kEvState && e.cause == engine::EvCause::kProbeSuccess;
+  EXPECT_EQ(resurrected, bad);
+  EXPECT_TRUE(p.same(0, 64 << 20, 0));
+}
+
+}  // namespace
+}  // namespace mrc::test
