@@ -29,8 +29,10 @@ class Controller {
   Algorithm algorithm() const { return algo_; }
   bool can_send(std::uint32_t bytes) const {
     switch (algo_) {
-      case Algorithm::kNscc: return nscc_.can_send(bytes);
-      case Algorithm::kNone: break;
+      case Algorithm::kNscc:
+        return nscc_.can_send(bytes);
+      case Algorithm::kNone:
+        break;
     }
     return true;
   }

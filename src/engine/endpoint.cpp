@@ -354,14 +354,15 @@ bool Endpoint::poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
       for (PendingProbe& pp : probes_)
         if (pp.peer == t.peer && pp.req_id == (t.pkt.bth.psn & 0xFFFF)) pp.sent = now;
     }
-    encode_tx(out, t.pkt, cfg_.icrc);
+    const bool ok = encode_tx(out, t.pkt, cfg_.icrc);
     out.ev = t.ev;
     out.port = t.ev.port;
     out.peer = t.peer;
     out.qpn = 0;
     out.tc = TrafficClass::kControl;
     ep_tx_.erase(it);
-    return true;
+    if (!ok) ++counters_.tx_encode_errors;
+    return ok;
   }
   return false;
 }

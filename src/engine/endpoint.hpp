@@ -124,6 +124,7 @@ struct QpCounters {
   std::uint64_t rx_refused = 0;  ///< dropped: bad rkey/bounds/PSN/peer/pkey
   std::uint64_t ev_transitions = 0;
   std::uint64_t timeouts = 0;
+  std::uint64_t tx_encode_errors = 0;  ///< must stay 0: the codec refused an engine-built packet
   std::uint64_t bytes_acked = 0, bytes_placed = 0;
 };
 
@@ -132,6 +133,7 @@ struct EndpointCounters {
   std::uint64_t rx_unknown_qp = 0;
   std::uint64_t rx_wrong_peer = 0;
   std::uint64_t rx_bad_pkey = 0;
+  std::uint64_t tx_encode_errors = 0;
 };
 
 class Endpoint {

@@ -148,12 +148,27 @@ void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
   good_remove(slot);
   s.role = Role::kProbing;
   s.probe_ok = 0;
+  s.probe_fails = 0;
   s.next_probe = now + params_.probe_interval;
   next_probe_ = std::min(next_probe_, s.next_probe);
   --active_count_[port];
   probing_.push_back(slot);
   set_state(slot, EvState::kAssumedBad, cause, now);
   promote_backup(port, now);
+}
+
+void EvManager::place_good(std::uint16_t slot) {
+  // A GOOD EV rejoins the active set if its port is short of EVs, else the backup pool.
+  Slot& s = slots_[slot];
+  const std::uint8_t port = s.ev.port;
+  if (active_count_[port] < active_target_[port]) {
+    s.role = Role::kActive;
+    ++active_count_[port];
+    good_add(slot);
+  } else {
+    s.role = Role::kBackup;
+    backup_[port].push_back(slot);
+  }
 }
 
 void EvManager::promote_backup(std::uint8_t port, Time now) {
@@ -174,22 +189,28 @@ void EvManager::promote_backup(std::uint8_t port, Time now) {
 void EvManager::on_probe_success(std::uint16_t slot, Time now) {
   Slot& s = slots_[slot];
   if (s.role != Role::kProbing || s.state != EvState::kAssumedBad) return;
+  s.probe_fails = 0;
   if (++s.probe_ok < params_.probe_success_threshold) return;
   probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
-  const std::uint8_t port = s.ev.port;
+  refresh_next_probe();
   set_state(slot, EvState::kGood, EvCause::kProbeSuccess, now);
-  if (active_count_[port] < active_target_[port]) {
-    s.role = Role::kActive;
-    ++active_count_[port];
-    good_add(slot);
-  } else {
-    s.role = Role::kBackup;
-    backup_[port].push_back(slot);
-  }
+  place_good(slot);
 }
 
-void EvManager::on_probe_failure(std::uint16_t slot) {
-  slots_[slot].probe_ok = 0;
+void EvManager::on_probe_failure(std::uint16_t slot, Time now) {
+  Slot& s = slots_[slot];
+  if (s.role != Role::kProbing) return;
+  s.probe_ok = 0;
+  if (s.probe_fails < 5) ++s.probe_fails;
+  s.next_probe = std::max(s.next_probe, now + probe_backoff(s));
+  refresh_next_probe();
+}
+
+void EvManager::refresh_next_probe() {
+  Time next = kNever;
+  for (const std::uint16_t p : probing_)
+    if (port_usable(slots_[p].ev.port)) next = std::min(next, slots_[p].next_probe);
+  next_probe_ = next;
 }
 
 void EvManager::expire_skips(Time now) {
@@ -230,12 +251,9 @@ Time EvManager::next_probe_time() const {
 }
 
 void EvManager::probe_sent(std::uint16_t slot, Time now) {
-  slots_[slot].next_probe = now + params_.probe_interval;
+  slots_[slot].next_probe = now + probe_backoff(slots_[slot]);
   ++stats_.probes;
-  Time next = kNever;
-  for (const std::uint16_t p : probing_)
-    if (port_usable(slots_[p].ev.port)) next = std::min(next, slots_[p].next_probe);
-  next_probe_ = next;
+  refresh_next_probe();
 }
 
 void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
@@ -256,6 +274,7 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
     probing_.erase(std::remove_if(probing_.begin(), probing_.end(),
                                   [&](std::uint16_t sl) { return slots_[sl].ev.port == port; }),
                    probing_.end());
+    refresh_next_probe();
     return;
   }
   usable_ports_ |= 1u << port;
@@ -263,16 +282,20 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
     Slot& s = slots_[i];
     if (s.ev.port != port || s.role != Role::kPortDown) continue;
     const auto slot = static_cast<std::uint16_t>(i);
-    set_state(slot, EvState::kGood, EvCause::kPortUp, now);
-    if (active_count_[port] < active_target_[port]) {
-      s.role = Role::kActive;
-      ++active_count_[port];
-      good_add(slot);
-    } else {
-      s.role = Role::kBackup;
-      backup_[port].push_back(slot);
+    if (s.role_before_down == Role::kProbing) {
+      // It had failed before the port went down: the port coming back says nothing about its
+      // path, so it stays ASSUMED_BAD and resumes probing.
+      s.role = Role::kProbing;
+      s.probe_ok = 0;
+      s.probe_fails = 0;
+      s.next_probe = now + params_.probe_interval;
+      probing_.push_back(slot);
+      continue;
     }
+    set_state(slot, EvState::kGood, EvCause::kPortUp, now);
+    place_good(slot);
   }
+  refresh_next_probe();
 }
 
 std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now) {
@@ -289,7 +312,10 @@ std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool
         auto& pool = backup_[port];
         pool.erase(std::remove(pool.begin(), pool.end(), slot), pool.end());
       }
-      if (s.role == Role::kProbing) probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
+      if (s.role == Role::kProbing) {
+        probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
+        refresh_next_probe();
+      }
       const bool was_down = s.role == Role::kPortDown;
       s.role = Role::kDenied;
       set_state(slot, EvState::kDenied, EvCause::kController, now);
@@ -302,14 +328,7 @@ std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool
         continue;
       }
       set_state(slot, EvState::kGood, EvCause::kController, now);
-      if (active_count_[port] < active_target_[port]) {
-        s.role = Role::kActive;
-        ++active_count_[port];
-        good_add(slot);
-      } else {
-        s.role = Role::kBackup;
-        backup_[port].push_back(slot);
-      }
+      place_good(slot);
     }
   }
   return matches;

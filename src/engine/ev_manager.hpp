@@ -66,7 +66,8 @@ class EvManager {
   }
   /// A probe sent on `slot` was answered.
   void on_probe_success(std::uint16_t slot, Time now);
-  void on_probe_failure(std::uint16_t slot);
+  /// A probe went unanswered: the next one waits twice as long (up to 32 intervals).
+  void on_probe_failure(std::uint16_t slot, Time now);
 
   // Time-driven work.
   /// Returns SKIP EVs whose time is up to GOOD. Earliest pending expiry via next_skip_expiry().
@@ -101,6 +102,7 @@ class EvManager {
     Role role_before_down = Role::kBackup;  ///< restored when the port comes back
     std::uint16_t good_pos = kNone;         ///< index in good_[port] while GOOD and active
     std::uint16_t probe_ok = 0;
+    std::uint8_t probe_fails = 0;  ///< consecutive unanswered probes: the interval doubles with each
     Time skip_until = 0;
     Time next_probe = 0;
   };
@@ -109,6 +111,9 @@ class EvManager {
   void good_add(std::uint16_t slot);
   void good_remove(std::uint16_t slot);
   void promote_backup(std::uint8_t port, Time now);
+  void place_good(std::uint16_t slot);
+  void refresh_next_probe();
+  Duration probe_backoff(const Slot& s) const { return params_.probe_interval << s.probe_fails; }
   std::uint32_t active_usable() const;
 
   std::vector<Slot> slots_;

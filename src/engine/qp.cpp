@@ -28,6 +28,7 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
   evm_.init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
   update_timing();
+  rq_.assign(cfg_.rq_depth, 0);  // receive WRs may be posted from INIT on
   plane_delivered_sent_.assign(ep.config().num_ports, 0);
   plane_losses_.assign(ep.config().num_ports, 0);
 }
@@ -50,7 +51,6 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
   bitmap_.assign(bits / 64, 0);
   bitmap_mask_ = bits - 1;
   wimm_.assign(cfg_.max_wimm_dest, WimmSlot{});
-  rq_.assign(cfg_.rq_depth, 0);
   ctrl_.assign(256, CtrlTx{});
   state_ = QpState::kRtr;
   return 0;
@@ -118,6 +118,11 @@ Duration Qp::reorder_window() const {
   // or the observed spread, whichever is larger.
   const Duration spread = srtt_ > base_rtt_ ? srtt_ - base_rtt_ + 4 * rttvar_ : 4 * rttvar_;
   return std::max(base_rtt_, spread);
+}
+
+Duration Qp::tail_probe_delay() const {
+  const Duration d = ep_.config().tun.tail_probe_delay;
+  return d ? d : 2 * std::max(base_rtt_, srtt_);
 }
 
 Duration Qp::rto() const {
@@ -191,8 +196,9 @@ Time Qp::next_deadline() const {
   t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
   const Duration probe_timeout = 4 * base_rtt_;
-  for (const Probe& p : probes_)
-    if (p.live) t = std::min(t, p.sent + probe_timeout);
+  if (live_probes_ > 0)
+    for (const Probe& p : probes_)
+      if (p.live) t = std::min(t, p.sent + probe_timeout);
   return t;
 }
 
@@ -202,9 +208,11 @@ void Qp::on_timer(Time now) {
   evm_.expire_skips(now);
   const Duration probe_timeout = 4 * base_rtt_;
   for (Probe& p : probes_) {
+    if (live_probes_ == 0) break;
     if (!p.live || p.sent + probe_timeout > now) continue;
     p.live = false;
-    if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot);
+    --live_probes_;
+    if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot, now);
   }
   if (list_head_ != kNil) {
     const Duration r = rto();
@@ -236,16 +244,15 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   // 2. Probes: ASSUMED_BAD EVs due for a probe, then a tail-loss probe after silence.
   const std::uint16_t due = evm_.next_probe_due(now);
   if (due != EvManager::kNone && ((ports >> evm_.ev(due).port) & 1u)) {
-    if (send_probe(out, due, false, ports, now)) return true;
+    if (send_probe(out, due, false, now)) return true;
   }
   if (tail_probe_at_ <= now) {
     if (list_head_ == kNil) {
       tail_probe_at_ = kNever;
     } else {
       const std::uint16_t slot = evm_.pick(ports);
-      if (slot != EvManager::kNone && send_probe(out, slot, true, ports, now)) {
-        tail_probe_at_ = now + (ep_.config().tun.tail_probe_delay ? ep_.config().tun.tail_probe_delay
-                                                                  : 2 * std::max(base_rtt_, srtt_));
+      if (slot != EvManager::kNone && send_probe(out, slot, true, now)) {
+        tail_probe_at_ = now + tail_probe_delay();
         return true;
       }
     }
@@ -289,13 +296,17 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   return build_data(out, psn, false, slot, now);
 }
 
-void Qp::finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc) {
-  encode_tx(out, p, ep_.config().icrc);
+bool Qp::finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc) {
+  if (!encode_tx(out, p, ep_.config().icrc)) {
+    ++ctr_.tx_encode_errors;
+    return false;
+  }
   out.ev = evm_.ev(slot);
   out.port = out.ev.port;
   out.peer = remote_.peer;
   out.qpn = qpn_;
   out.tc = tc;
+  return true;
 }
 
 }  // namespace mrc::engine

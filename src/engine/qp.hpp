@@ -106,6 +106,7 @@ class Qp {
   void on_rto(Time now);
   Duration rto() const;
   Duration reorder_window() const;
+  Duration tail_probe_delay() const;
   void update_timing();
   void on_rtt_sample(Duration rtt);
   void ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent);
@@ -116,7 +117,7 @@ class Qp {
   std::uint32_t usable_ports(std::uint32_t free_ports) const;
   void emit_ev_event(const EvManager::Transition& t, Time now);
   static void ev_sink(void* ctx, const EvManager::Transition& t, Time now);
-  bool send_probe(TxPacket& out, std::uint16_t slot, bool tail, std::uint32_t free_ports, Time now);
+  bool send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now);
 
   // ---- responder ----
   struct CtrlTx {  ///< queued SACK / NACK / AETH-NAK to emit
@@ -150,7 +151,7 @@ class Qp {
   void advance_epsn(Time now);
   void deliver_wimms();
   bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);
-  void finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc);
+  bool finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc);
 
   Endpoint& ep_;
   std::uint32_t qpn_;
@@ -182,6 +183,7 @@ class Qp {
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;
   Probe probes_[64];
+  std::uint32_t live_probes_ = 0;
   std::uint16_t next_probe_id_ = 1;
   Time tail_probe_at_ = kNever;
   Duration srtt_ = 0, rttvar_ = 0;

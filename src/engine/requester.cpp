@@ -124,12 +124,9 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   cc_.on_send(r.len + kPktOverhead);
   if (was_idle) {
     last_progress_ = now;
-    const Duration d = ep_.config().tun.tail_probe_delay ? ep_.config().tun.tail_probe_delay
-                                                         : 2 * std::max(base_rtt_, srtt_);
-    tail_probe_at_ = now + d;
+    tail_probe_at_ = now + tail_probe_delay();
   }
-  finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
-  return true;
+  return finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
 }
 
 bool Qp::next_rtx(std::uint32_t& psn) {
@@ -304,6 +301,7 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
   ctrl_count_ = 0;
   tail_probe_at_ = kNever;
   for (Probe& p : probes_) p.live = false;
+  live_probes_ = 0;
   if (had_state) {
     Event e;
     e.type = EventType::kQpError;
@@ -371,6 +369,7 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
     Probe& pr = probes_[s.probe_id % std::size(probes_)];
     if (pr.live && pr.id == s.probe_id) {
       pr.live = false;
+      --live_probes_;
       // Everything sent a reorder window before the probe should have been reported by now.
       rack_sent_ = std::max(rack_sent_, pr.sent);
       if (!pr.tail && pr.ev_slot != EvManager::kNone) evm_.on_probe_success(pr.ev_slot, now);
@@ -381,9 +380,7 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
   if (newly > 0) {
     retries_ = 0;
     last_progress_ = now;
-    const Duration d = ep_.config().tun.tail_probe_delay ? ep_.config().tun.tail_probe_delay
-                                                         : 2 * std::max(base_rtt_, srtt_);
-    tail_probe_at_ = now + d;
+    tail_probe_at_ = now + tail_probe_delay();
   }
   cc_.on_ack(sample, now);
   detect_losses(now);
@@ -452,12 +449,9 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
     st = WcStatus::kRemoteAccessError;
   else if (p.aeth.syndrome == wire::aeth::kNakInvalidRequest)
     st = WcStatus::kRemoteInvalidRequest;
-  // Everything before the failing WR was delivered (verbs ordering); complete those first.
+  // Unlike IB RC, a NAK says nothing about earlier PSNs (delivery is out of order): WRs before the
+  // failing one that are not yet acknowledged are flushed, not reported as done.
   const std::uint32_t failing = wqe_of(psn);
-  std::uint32_t newly = 0;
-  Time newest = 0;
-  ack_cumulative(sq_[failing].first_psn, newly, newest);
-  complete_send_wqes(now);
   fail_all(st, failing, now);
 }
 
@@ -474,11 +468,11 @@ void Qp::on_rto(Time now) {
     mark_lost(psn_of(list_head_), LossCause::kTimeout, now);
 }
 
-bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, std::uint32_t ports, Time now) {
-  (void)ports;
+bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now) {
   const std::uint16_t id = next_probe_id_++;
   if (next_probe_id_ == 0) next_probe_id_ = 1;
   Probe& pr = probes_[id % std::size(probes_)];
+  if (!pr.live) ++live_probes_;  // else the oldest outstanding probe in that slot is forgotten
   pr = Probe{id, slot, now, tail, true};
   if (!tail) evm_.probe_sent(slot, now);
   wire::Packet p;
@@ -490,8 +484,7 @@ bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, std::uint32_t 
   p.peth.probe_id = id;
   p.peth.tx_timestamp = static_cast<std::uint16_t>(now / wire::kTsUnitNs);
   ++ctr_.tx_probe;
-  finish_tx(out, p, slot, TrafficClass::kControl);
-  return true;
+  return finish_tx(out, p, slot, TrafficClass::kControl);
 }
 
 }  // namespace mrc::engine

@@ -94,7 +94,6 @@ void Qp::deliver_wimms() {
 
 int Qp::post_recv(std::uint64_t wr_id) {
   if (state_ == QpState::kReset || state_ == QpState::kError) return EINVAL;
-  if (rq_.empty()) rq_.assign(cfg_.rq_depth, 0);
   if (rq_count_ == rq_.size()) return ENOMEM;
   rq_[(rq_head_ + rq_count_) % rq_.size()] = wr_id;
   ++rq_count_;
@@ -286,8 +285,7 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
     p.aeth.syndrome = c.syndrome;
     ++ctr_.tx_ack;
   }
-  finish_tx(out, p, slot, TrafficClass::kControl);
-  return true;
+  return finish_tx(out, p, slot, TrafficClass::kControl);
 }
 
 }  // namespace mrc::engine

@@ -4,10 +4,11 @@
 
 namespace mrc::engine {
 
-void encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc) {
+bool encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc) {
   const auto payload_len = static_cast<std::uint32_t>(p.payload.size());
   out.header_len = static_cast<std::uint16_t>(
       wire::encode_headers(p, payload_len, std::span<std::uint8_t>(out.header, sizeof(out.header))));
+  if (out.header_len == 0) return false;
   out.payload = p.payload.data();
   out.payload_len = payload_len;
   const auto pad = static_cast<std::uint8_t>((4 - (payload_len & 3)) & 3);
@@ -18,6 +19,7 @@ void encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc) {
   for (int i = 0; i < 4; ++i) out.trailer[pad + i] = static_cast<std::uint8_t>(crc >> (8 * i));
   out.trailer_len = static_cast<std::uint8_t>(pad + 4);
   out.psn = p.bth.psn;
+  return true;
 }
 
 }  // namespace mrc::engine

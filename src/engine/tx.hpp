@@ -4,6 +4,7 @@
 
 namespace mrc::engine {
 
-void encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc);
+/// False if the codec refused a field (an engine bug: the packet must not be sent).
+bool encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc);
 
 }  // namespace mrc::engine

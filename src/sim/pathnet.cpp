@@ -422,6 +422,7 @@ void PathNet::deliver(std::uint32_t idx) {
   engine::RxMeta meta;
   meta.port = static_cast<std::uint8_t>(p.plane);
   meta.peer = p.src;
+  meta.ev = p.ev.value;  // the EV travels in the headers the network routes on
   meta.ecn_ce = p.ecn_ce;
   meta.trimmed = p.trimmed;
   meta.trimmed_lasthop = p.trimmed_lasthop;

@@ -35,10 +35,10 @@ enum class Opcode : std::uint8_t {
   kProbe = 0xDE,             ///< PETH: reliability probe, consumes no PSN
 };
 
-bool is_data(Opcode op);       ///< 0xC6..0xCB
-bool has_imm(Opcode op);       ///< 0xC9, 0xCB
-bool is_last(Opcode op);       ///< LAST, LAST_IMM, ONLY, ONLY_IMM
-bool is_first(Opcode op);      ///< FIRST, ONLY, ONLY_IMM
+bool is_data(Opcode op);   ///< 0xC6..0xCB
+bool has_imm(Opcode op);   ///< 0xC9, 0xCB
+bool is_last(Opcode op);   ///< LAST, LAST_IMM, ONLY, ONLY_IMM
+bool is_first(Opcode op);  ///< FIRST, ONLY, ONLY_IMM
 bool is_known(std::uint8_t op);
 
 /// NACK reason codes (values shared with UET PDS).
@@ -82,7 +82,7 @@ struct Bth {
   bool operator==(const Bth&) const = default;
 };
 
-struct Meth {  ///< message extended transport header
+struct Meth {               ///< message extended transport header
   std::uint16_t rqmsn = 0;  ///< WRITE_IMM sequence number (which receive WR this immediate consumes)
   std::uint16_t msn = 0;    ///< message sequence number
   bool operator==(const Meth&) const = default;
@@ -96,7 +96,7 @@ struct Tseth {
 inline constexpr std::uint32_t kTsUnitNs = 128;
 
 struct Reth {
-  std::uint64_t va = 0;       ///< address of THIS packet's first payload byte
+  std::uint64_t va = 0;  ///< address of THIS packet's first payload byte
   std::uint32_t rkey = 0;
   std::uint32_t dma_len = 0;  ///< length of the whole message (every packet carries it)
   bool operator==(const Reth&) const = default;
@@ -119,9 +119,9 @@ struct CcState {
 
 /// cc_flags bits in SETH/NETH (project decision, see docs/wire-format.md).
 namespace cc_flags {
-inline constexpr std::uint8_t kRtxEcho = 0x1;   ///< triggering packet had BTH.rtx set
-inline constexpr std::uint8_t kSvcTime = 0x2;   ///< svc_time field is valid
-inline constexpr std::uint8_t kEcnEcho = 0x4;   ///< triggering packet was ECN-CE marked
+inline constexpr std::uint8_t kRtxEcho = 0x1;  ///< triggering packet had BTH.rtx set
+inline constexpr std::uint8_t kSvcTime = 0x2;  ///< svc_time field is valid
+inline constexpr std::uint8_t kEcnEcho = 0x4;  ///< triggering packet was ECN-CE marked
 }  // namespace cc_flags
 
 struct Seth {  ///< reliability SACK, 28 bytes + 8-byte CC_STATE
@@ -134,9 +134,9 @@ struct Seth {  ///< reliability SACK, 28 bytes + 8-byte CC_STATE
   std::uint32_t cack_psn = 0;       ///< highest PSN such that all PSNs <= it were received (24 bits)
   std::uint8_t cc_type = 0;
   std::uint8_t cc_flags = 0;
-  std::uint8_t mpr = 0;             ///< dynamic MPR advertisement, 128-PSN units (0 = none)
-  std::int16_t sack_offset = 0;     ///< bitmap base = cack_psn + sack_offset
-  std::uint64_t sack_bitmap = 0;    ///< bit i = PSN base+i received
+  std::uint8_t mpr = 0;           ///< dynamic MPR advertisement, 128-PSN units (0 = none)
+  std::int16_t sack_offset = 0;   ///< bitmap base = cack_psn + sack_offset
+  std::uint64_t sack_bitmap = 0;  ///< bit i = PSN base+i received
   CcState cc;
   bool operator==(const Seth&) const = default;
 };
@@ -174,9 +174,9 @@ struct Erth {  ///< endpoint request, 16 bytes
 struct Eeth {  ///< endpoint response, 36 bytes
   EpOp op = EpOp::kEvProbe;
   std::uint8_t vendor_info = 0;
-  std::uint32_t entropy = 0;           ///< echoed request EV
-  std::uint32_t svc_time_ns = 0;       ///< time the request spent in the responder
-  std::uint16_t tx_timestamp = 0;      ///< echoed
+  std::uint32_t entropy = 0;       ///< echoed request EV
+  std::uint32_t svc_time_ns = 0;   ///< time the request spent in the responder
+  std::uint16_t tx_timestamp = 0;  ///< echoed
   bool svc_time_valid = false;
   std::uint32_t port_status_mask = 0;  ///< responder's own usable ports
   bool operator==(const Eeth&) const = default;
@@ -204,11 +204,11 @@ struct Packet {
 
 enum class Error : std::uint8_t {
   kOk = 0,
-  kTruncated,       ///< shorter than its header stack
+  kTruncated,  ///< shorter than its header stack
   kUnknownOpcode,
   kBadTver,
-  kBadPadding,      ///< pad count larger than the payload area or non-zero pad bytes
-  kBadField,        ///< a reserved/enum field holds an invalid value
+  kBadPadding,  ///< pad count larger than the payload area or non-zero pad bytes
+  kBadField,    ///< a reserved/enum field holds an invalid value
   kBadIcrc,
   kBufferTooSmall,  ///< encode: output span too small
   kPayloadTooLarge,
