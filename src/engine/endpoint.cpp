@@ -13,6 +13,11 @@ namespace mrc::engine {
 namespace {
 constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
 constexpr std::size_t kMaxEpTx = 1024;
+
+/// IBTA partition rule: same 15-bit key, and at least one side a full member (bit 15).
+bool pkey_match(std::uint16_t a, std::uint16_t b) {
+  return ((a ^ b) & 0x7FFF) == 0 && ((a | b) & 0x8000) != 0;
+}
 }  // namespace
 
 /// A queued endpoint packet (EV probe request/response, port-status update).
@@ -173,7 +178,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
     ++counters_.rx_wrong_peer;
     return;
   }
-  if (p.bth.pkey != q->config().pkey) {
+  if (!pkey_match(p.bth.pkey, q->config().pkey)) {
     ++counters_.rx_bad_pkey;
     return;
   }
@@ -291,6 +296,14 @@ int Endpoint::send_port_status(std::uint32_t peer, Time now) {
 void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta, Time now) {
   if (p.bth.opcode == wire::Opcode::kEndpointRequest) {
     if (p.erth.op == wire::EpOp::kPortStatusUpdate) {
+      // The update is sent on every usable port; act on (and report) each change once.
+      auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
+                                [&](const auto& pp) { return pp.first == meta.peer; });
+      if (known != peer_ports_.end() && known->second == p.erth.port_status_mask) return;
+      if (known == peer_ports_.end())
+        peer_ports_.emplace_back(meta.peer, p.erth.port_status_mask);
+      else
+        known->second = p.erth.port_status_mask;
       Event e;
       e.type = EventType::kPortStatus;
       e.peer = meta.peer;

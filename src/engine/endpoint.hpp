@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "cc/cc.hpp"
@@ -120,6 +121,7 @@ struct QpCounters {
   std::uint64_t tx_data = 0, tx_rtx = 0, tx_sack = 0, tx_nack = 0, tx_probe = 0, tx_ack = 0;
   std::uint64_t rx_data = 0, rx_dup = 0, rx_sack = 0, rx_nack = 0, rx_trimmed = 0, rx_probe = 0;
   std::uint64_t rtx_nack = 0, rtx_loss = 0, rtx_timeout = 0, rtx_port = 0;  ///< retransmits by cause
+  std::uint64_t rtx_spurious = 0;  ///< retransmissions that reached the responder as duplicates
   std::uint64_t nack_sent_by_reason[32] = {};
   std::uint64_t rx_refused = 0;  ///< dropped: bad rkey/bounds/PSN/peer/pkey
   std::uint64_t ev_transitions = 0;
@@ -216,6 +218,7 @@ class Endpoint {
     Time deadline;
   };
   std::vector<PendingProbe> probes_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> peer_ports_;  ///< last port mask per peer
   EndpointCounters counters_;
 };
 

@@ -261,6 +261,8 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   std::uint32_t psn = 0;
   if (rtx_pending_ > 0 && next_rtx(psn)) {
     const TxRec& r = rec(psn);
+    // A (dynamic) MPR shrink can leave lost packets past the window edge: they wait.
+    if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns()) return false;
     if (!cc_.can_send(r.len + kPktOverhead)) return false;
     const std::uint16_t slot = evm_.pick(ports);
     if (slot == EvManager::kNone) return false;

@@ -78,6 +78,10 @@ class Qp {
     std::uint8_t tx_count = 0;
     std::uint8_t flags = 0;
     std::uint8_t lost_cause = 0;  ///< LossCause of the pending retransmission
+    /// EV of a transmission declared lost without a NACK. It is blamed (ASSUMED_BAD) only once the
+    /// retransmission's SACK shows the original never arrived: a lost SACK must not kill a path.
+    std::uint16_t suspect_slot = EvManager::kNone;
+    std::uint8_t suspect_cause = 0;  ///< EvCause
   };
   enum class LossCause : std::uint8_t { kNack, kLoss, kTimeout, kPort };
   struct Probe {  ///< an outstanding reliability probe
@@ -143,7 +147,8 @@ class Qp {
   void rx_data(const wire::Packet& p, const RxMeta& meta, Time now);
   void rx_probe(const wire::Packet& p, const RxMeta& meta, Time now);
   void queue_ctrl(const CtrlTx& c);
-  void queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id);
+  void queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id,
+                  bool dup = false);
   bool bitmap_test(std::uint32_t psn) const;
   void bitmap_set(std::uint32_t psn);
   void bitmap_clear(std::uint32_t psn);
@@ -204,7 +209,10 @@ class Qp {
   std::uint32_t unacked_bytes_ = 0;
   std::vector<CtrlTx> ctrl_;  ///< ring
   std::uint32_t ctrl_head_ = 0, ctrl_count_ = 0;
-  std::vector<WimmSlot> wimm_;
+  std::vector<WimmSlot> wimm_;  ///< ring; wimm_head_ holds RQMSN rq_next_deliver_
+  std::uint32_t wimm_head_ = 0;
+  std::uint32_t rx_planes_ = 0;  ///< planes data arrived on since the last SACK
+  std::uint8_t ack_plane_ = 0;   ///< plane of the last SACK (rotation)
   std::uint16_t rq_next_deliver_ = 0;
   std::vector<std::uint64_t> rq_;  ///< posted receive WR ids (ring)
   std::uint32_t rq_head_ = 0, rq_count_ = 0;

@@ -162,7 +162,9 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
       else
         cc_.on_forget(bytes);
       if (r.ev_slot != EvManager::kNone) {
-        evm_.on_failure(r.ev_slot, cause == LossCause::kLoss ? EvCause::kLoss : EvCause::kTimeout, now);
+        r.suspect_slot = r.ev_slot;
+        r.suspect_cause =
+            static_cast<std::uint8_t>(cause == LossCause::kLoss ? EvCause::kLoss : EvCause::kTimeout);
         const std::uint8_t plane = evm_.ev(r.ev_slot).port;
         if (r.sent > plane_delivered_sent_[plane]) {
           ++plane_losses_[plane];
@@ -190,6 +192,7 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) 
     r.flags &= static_cast<std::uint8_t>(~kLost);
     if (rtx_pending_ > 0) --rtx_pending_;
   }
+  r.suspect_slot = EvManager::kNone;  // judged (if at all) by handle_sack from its trigger
   // Only first transmissions say unambiguously when the delivered copy was sent.
   if (r.tx_count == 1) {
     newest_sent = std::max(newest_sent, r.sent);
@@ -355,6 +358,14 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
       sample.rtt_valid = true;
       sample.rtt_ns = now - trig.sent - svc;
       on_rtt_sample(sample.rtt_ns);
+    }
+    if (trig.suspect_slot != EvManager::kNone && rtx_echo) {
+      // This SACK answers a retransmission: a duplicate means the original did arrive (its SACK
+      // was lost); otherwise the original was lost and its path is to blame.
+      if (s.cc_flags & wire::cc_flags::kDupEcho)
+        ++ctr_.rtx_spurious;
+      else
+        evm_.on_failure(trig.suspect_slot, static_cast<EvCause>(trig.suspect_cause), now);
     }
     std::uint16_t slot = trig.ev_slot;
     if (slot == EvManager::kNone || evm_.ev(slot).value != s.entropy) slot = EvManager::kNone;

@@ -73,7 +73,7 @@ void Qp::advance_epsn(Time now) {
 
 void Qp::deliver_wimms() {
   while (rq_count_ > 0) {
-    WimmSlot& s = wimm_[rq_next_deliver_ % wimm_.size()];
+    WimmSlot& s = wimm_[wimm_head_];
     // A WRITE_IMM completes once it and every earlier PSN has been placed.
     if (!s.valid || !psn_lt(s.last_psn, rcv_epsn_)) return;
     Completion c;
@@ -89,6 +89,7 @@ void Qp::deliver_wimms() {
     --rq_count_;
     s.valid = false;
     ++rq_next_deliver_;
+    wimm_head_ = (wimm_head_ + 1) % static_cast<std::uint32_t>(wimm_.size());
   }
 }
 
@@ -120,16 +121,17 @@ void Qp::queue_ctrl(const CtrlTx& c) {
   ep_.mark_tx_ready(this);
 }
 
-void Qp::queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id) {
+void Qp::queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id,
+                    bool dup) {
   CtrlTx c;
   c.op = wire::Opcode::kSack;
   c.psn = p.bth.psn;
   c.entropy = meta.ev;
   c.port = meta.port;
   c.m = meta.ecn_ce ? wire::SackMode::kSkipOnce : wire::SackMode::kNone;
-  c.cc_flags =
-      static_cast<std::uint8_t>((p.bth.rtx ? wire::cc_flags::kRtxEcho : 0) |
-                                (meta.ecn_ce ? wire::cc_flags::kEcnEcho : 0) | wire::cc_flags::kSvcTime);
+  c.cc_flags = static_cast<std::uint8_t>((p.bth.rtx ? wire::cc_flags::kRtxEcho : 0) |
+                                         (meta.ecn_ce ? wire::cc_flags::kEcnEcho : 0) |
+                                         (dup ? wire::cc_flags::kDupEcho : 0) | wire::cc_flags::kSvcTime);
   c.pr = pr;
   c.probe_id = probe_id;
   c.tx_timestamp = p.has_tseth ? p.tseth.tx_timestamp : 0;
@@ -169,7 +171,7 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
     // Duplicate: the requester has not seen our SACK yet; tell it again (no memory access).
     ++ctr_.rx_dup;
     if (d >= -4 * window)
-      queue_sack(p, meta, now, false, 0);
+      queue_sack(p, meta, now, false, 0, p.bth.rtx);
     else
       ++ctr_.rx_refused;
     return;
@@ -200,7 +202,8 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   }
   if (wire::has_imm(p.bth.opcode)) {
     const auto ahead = static_cast<std::uint16_t>(p.meth.rqmsn - rq_next_deliver_);
-    WimmSlot& s = wimm_[p.meth.rqmsn % wimm_.size()];
+    // Slots are indexed from the next immediate to deliver, so the 16-bit RQMSN may wrap freely.
+    WimmSlot& s = wimm_[(wimm_head_ + ahead) % wimm_.size()];
     if (ahead >= wimm_.size() || s.valid) {
       // More WRITE_IMMs outstanding than max_wimm_dest: a protocol violation (there is no RNR).
       ++ctr_.rx_refused;
@@ -228,14 +231,31 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   }
   advance_epsn(now);
   deliver_wimms();
+  rx_planes_ |= 1u << meta.port;
   if (meta.ecn_ce || p.bth.rtx || p.bth.ack_req || unacked_bytes_ >= ep_.config().tun.sack_bytes_threshold)
     queue_sack(p, meta, now, false, 0);
 }
 
 bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time now) {
-  // ACK traffic takes a GOOD EV of the plane the data arrived on (a reverse EV), else any plane.
+  // ACK traffic takes a GOOD EV (a reverse EV) of a plane data is arriving on: rotating over the
+  // planes data came in on since the last SACK spreads coalesced SACKs across planes, and a plane
+  // that delivers nothing gets no ACK traffic. Any usable plane is the fallback.
+  std::uint8_t plane = c.port;
+  const std::uint32_t recent = rx_planes_ & ports;
+  if (c.op == wire::Opcode::kSack && recent != 0) {
+    const std::uint32_t n = ep_.config().num_ports;
+    for (std::uint32_t i = 1; i <= n; ++i) {
+      const std::uint32_t cand = (ack_plane_ + i) % n;
+      if ((recent >> cand) & 1u) {
+        plane = static_cast<std::uint8_t>(cand);
+        break;
+      }
+    }
+    ack_plane_ = plane;
+    rx_planes_ = 0;
+  }
   std::uint16_t slot = EvManager::kNone;
-  if ((ports >> c.port) & 1u) slot = evm_.pick_on_port(c.port);
+  if ((ports >> plane) & 1u) slot = evm_.pick_on_port(plane);
   if (slot == EvManager::kNone || !((ports >> evm_.ev(slot).port) & 1u)) slot = evm_.pick(ports);
   if (slot == EvManager::kNone) return false;
 
@@ -260,8 +280,11 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
     s.mpr = mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest;
     // Bitmap: start at the lowest received PSN no SACK has reported yet, so every arrival is
     // reported at least once; if they do not fit in 64 bits, queue another SACK for the rest.
+    // Start at the expected PSN whenever the new arrivals fit in 64 bits from there: arrivals near
+    // a hole are then reported again by every SACK, so one lost SACK costs no information.
     std::uint32_t base = rcv_epsn_;
-    if (unrep_valid_ && psn_lt(rcv_epsn_, unrep_lo_)) base = unrep_lo_;
+    if (unrep_valid_ && psn_diff(unrep_hi_, rcv_epsn_) >= 64 && psn_lt(rcv_epsn_, unrep_lo_))
+      base = unrep_lo_;
     s.sack_offset = static_cast<std::int16_t>(psn_diff(base, cack));
     s.sack_bitmap = bitmap_window(base);
     if (unrep_valid_ && psn_diff(unrep_hi_, base) >= 64) {

@@ -122,6 +122,7 @@ namespace cc_flags {
 inline constexpr std::uint8_t kRtxEcho = 0x1;  ///< triggering packet had BTH.rtx set
 inline constexpr std::uint8_t kSvcTime = 0x2;  ///< svc_time field is valid
 inline constexpr std::uint8_t kEcnEcho = 0x4;  ///< triggering packet was ECN-CE marked
+inline constexpr std::uint8_t kDupEcho = 0x8;  ///< triggering packet was a retransmitted duplicate
 }  // namespace cc_flags
 
 struct Seth {  ///< reliability SACK, 28 bytes + 8-byte CC_STATE
