@@ -32,7 +32,8 @@ struct Incast {
       lh.buffer_bytes = 8u << 20;
     }
     dst.resize(static_cast<std::size_t>(kMsg) * senders);
-    const engine::MemoryRegion* mr = rx->memory().register_region(dst.data(), dst.size(), engine::access::kAll);
+    const engine::MemoryRegion* mr =
+        rx->memory().register_region(dst.data(), dst.size(), engine::access::kAll);
     PairOptions o;
     o.planes = kPlanes;
     o.paths = 8;
@@ -109,8 +110,8 @@ TEST(NsccFairness, SendersIntoOneReceiverShareFairlyWithABoundedQueue) {
     in.net.run_until(warm);
     std::vector<std::uint64_t> start(n);
     for (std::uint32_t i = 0; i < n; ++i) start[i] = in.acked(i);
-    const std::uint64_t lh0 = in.net.last_hop_stats(in.rx_node, 0).packets +
-                              in.net.last_hop_stats(in.rx_node, 1).packets;
+    const std::uint64_t lh0 =
+        in.net.last_hop_stats(in.rx_node, 0).packets + in.net.last_hop_stats(in.rx_node, 1).packets;
     const std::uint64_t trims0 = in.net.stats().trimmed;
     Time t = warm;
     bool done = false;
@@ -126,8 +127,8 @@ TEST(NsccFairness, SendersIntoOneReceiverShareFairlyWithABoundedQueue) {
       rate[i] = static_cast<double>(in.acked(i) - start[i]) * 8 / static_cast<double>(t - warm);
       total += rate[i];
     }
-    const std::uint64_t packets = in.net.last_hop_stats(in.rx_node, 0).packets +
-                                  in.net.last_hop_stats(in.rx_node, 1).packets - lh0;
+    const std::uint64_t packets =
+        in.net.last_hop_stats(in.rx_node, 0).packets + in.net.last_hop_stats(in.rx_node, 1).packets - lh0;
     const std::uint64_t trims = in.net.stats().trimmed - trims0;
     const std::uint64_t peak = std::max(in.net.last_hop_stats(in.rx_node, 0).peak_bytes,
                                         in.net.last_hop_stats(in.rx_node, 1).peak_bytes);
