@@ -216,9 +216,11 @@ class Qp {
   std::uint16_t rq_next_deliver_ = 0;
   std::vector<std::uint64_t> rq_;  ///< posted receive WR ids (ring)
   std::uint32_t rq_head_ = 0, rq_count_ = 0;
-  std::uint8_t mpr_adv_ = 0;  ///< dynamic MPR we advertise (0 = static mpr_dest)
-  bool sack_more_ = false;    ///< the SACK just built could not report every new arrival
-  bool unrep_valid_ = false;  ///< received PSNs not yet covered by any SACK bitmap
+  std::uint8_t mpr_adv_ = 0;       ///< dynamic MPR we advertise (0 = static mpr_dest)
+  bool ack_req_pending_ = false;   ///< an A-bit packet arrived above a hole ...
+  std::uint32_t ack_req_psn_ = 0;  ///< ... this one: SACK when the expected PSN passes it
+  bool sack_more_ = false;         ///< the SACK just built could not report every new arrival
+  bool unrep_valid_ = false;       ///< received PSNs not yet covered by any SACK bitmap
   std::uint32_t unrep_lo_ = 0, unrep_hi_ = 0;
 };
 

@@ -232,7 +232,19 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   advance_epsn(now);
   deliver_wimms();
   rx_planes_ |= 1u << meta.port;
-  if (meta.ecn_ce || p.bth.rtx || p.bth.ack_req || unacked_bytes_ >= ep_.config().tun.sack_bytes_threshold)
+  // An ack request that arrived ahead of a hole is answered again once the hole fills: the
+  // requester is waiting for the cumulative ack, and no other trigger may come (last packet).
+  bool fills_requested = false;
+  if (ack_req_pending_ && psn_lt(ack_req_psn_, rcv_epsn_)) {
+    ack_req_pending_ = false;
+    fills_requested = true;
+  }
+  if (p.bth.ack_req && !psn_lt(psn, rcv_epsn_)) {
+    if (!ack_req_pending_ || psn_lt(ack_req_psn_, psn)) ack_req_psn_ = psn;
+    ack_req_pending_ = true;
+  }
+  if (meta.ecn_ce || p.bth.rtx || p.bth.ack_req || fills_requested ||
+      unacked_bytes_ >= ep_.config().tun.sack_bytes_threshold)
     queue_sack(p, meta, now, false, 0);
 }
 
