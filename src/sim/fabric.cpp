@@ -1,0 +1,570 @@
+#include "sim/fabric.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "wire/packet.hpp"
+
+namespace mrc::sim {
+
+namespace {
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint32_t kInlineBytes = wire::kMaxHeaderSize + 8;  // header + trailer (pad + ICRC)
+constexpr std::uint32_t kMinBuffer = 4096 + 128;
+
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+std::uint32_t bit(std::uint32_t i) {
+  return 1u << i;
+}
+}  // namespace
+
+/// A packet in the network; its bytes live inline (header + trailer) or in bufs_[slot].
+struct Fabric::Packet {
+  std::uint32_t len = 0;   ///< engine bytes carried (header_len once trimmed)
+  std::uint32_t wire = 0;  ///< bytes on the wire (len + overhead)
+  std::uint32_t src = 0, dst = 0;
+  std::uint32_t ev = 0;
+  std::uint32_t port = 0;  ///< the egress port it is on / queued at
+  std::uint32_t next = kNone;
+  std::uint16_t header_len = 0;
+  std::uint16_t payload_len = 0;
+  std::uint8_t trailer_len = 0;
+  std::uint8_t plane = 0;
+  engine::TrafficClass tc = engine::TrafficClass::kData;
+  bool ecn_ce = false, trimmed = false, trimmed_lasthop = false;
+  std::uint8_t bytes[kInlineBytes];  ///< !carry_payload: header, then trailer
+};
+
+struct Fabric::Port {
+  std::uint32_t from = 0, to = 0;
+  bool from_host = false, to_host = false;
+  double rate_bps = 0;
+  std::uint64_t latency_ps = 0;
+  std::uint64_t busy_until = 0;  ///< ps
+  bool wake_pending = false;
+  std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone, ctrl_tail = kNone;
+  std::uint64_t data_bytes = 0, ctrl_bytes = 0;
+  PortCounters ctr;
+};
+
+struct Fabric::Host {
+  engine::Endpoint* ep = nullptr;
+  Time timer_at_ps = kNever;
+  std::uint64_t timer_seq = 0;
+  Time timer_fired_at = kNever;  ///< ns
+};
+
+std::uint32_t Fabric::num_ports() const {
+  return static_cast<std::uint32_t>(ports_.size());
+}
+std::size_t Fabric::pool_size() const {
+  return pool_.size();
+}
+std::uint32_t Fabric::port_from(std::uint32_t port) const {
+  return ports_[port].from;
+}
+std::uint32_t Fabric::port_to(std::uint32_t port) const {
+  return ports_[port].to;
+}
+const PortCounters& Fabric::port_counters(std::uint32_t port) const {
+  return ports_[port].ctr;
+}
+
+std::uint64_t Fabric::serialization_ps(std::uint64_t bytes, double rate_bps) {
+  const double ps = std::ceil(static_cast<double>(bytes) * 8e12 / rate_bps - 1e-6);
+  const auto d = static_cast<std::uint64_t>(ps);
+  return d == 0 ? 1 : d;
+}
+
+Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
+    : topo_(topo), cfg_(cfg), rng_(cfg.seed), tx_(new engine::TxPacket) {
+  topo_.validate();
+  if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
+  if (cfg_.queue.ecn_kmax > 0 && cfg_.queue.ecn_kmax < cfg_.queue.ecn_kmin)
+    throw std::invalid_argument("fabric: ecn_kmax must be >= ecn_kmin");
+  control_cap_ = cfg_.queue.control_bytes > 0 ? cfg_.queue.control_bytes : 2 * cfg_.queue.data_bytes;
+  ports_.resize(topo_.links.size() * 2);
+  for (std::size_t i = 0; i < topo_.links.size(); ++i) {
+    const TopoLink& l = topo_.links[i];
+    for (int dir = 0; dir < 2; ++dir) {
+      Port& p = ports_[2 * i + static_cast<std::size_t>(dir)];
+      p.from = dir == 0 ? l.a : l.b;
+      p.to = dir == 0 ? l.b : l.a;
+      p.from_host = p.from < topo_.hosts;
+      p.to_host = p.to < topo_.hosts;
+      p.rate_bps = l.rate_bps;
+      p.latency_ps = l.latency * 1000;
+    }
+  }
+  host_port_.resize(topo_.host_links.size());
+  for (std::size_t i = 0; i < host_port_.size(); ++i) host_port_[i] = 2 * topo_.host_links[i];
+  salt_.resize(topo_.nodes.size());
+  for (auto& s : salt_) s = rng_.next();
+  hosts_.resize(topo_.hosts);
+  build_fib();
+  events_.reserve(4096);
+  if (!cfg_.carry_payload) scratch_.assign(65536, 0);
+}
+
+Fabric::~Fabric() = default;
+
+// For every destination host: a reverse BFS over switches gives each switch its distance; the
+// group of switch s is its egress ports towards a neighbour one hop closer (a switch, or dst).
+// Singleton groups are the port ids themselves; larger groups are deduplicated per switch.
+void Fabric::build_fib() {
+  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts;
+  std::vector<std::uint32_t> in_start(n + 1, 0), out_start(n + 1, 0);
+  for (const Port& p : ports_) {
+    ++in_start[p.to + 1];
+    ++out_start[p.from + 1];
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    in_start[i + 1] += in_start[i];
+    out_start[i + 1] += out_start[i];
+  }
+  std::vector<std::uint32_t> in_ports(ports_.size()), out_ports(ports_.size());
+  {
+    std::vector<std::uint32_t> fi(in_start.begin(), in_start.end() - 1),
+        fo(out_start.begin(), out_start.end() - 1);
+    for (std::uint32_t i = 0; i < ports_.size(); ++i) {
+      in_ports[fi[ports_[i].to]++] = i;
+      out_ports[fo[ports_[i].from]++] = i;
+    }
+  }
+  groups_.resize(ports_.size());
+  group_ports_.resize(ports_.size());
+  for (std::uint32_t i = 0; i < ports_.size(); ++i) {
+    groups_[i] = Group{i, 1};
+    group_ports_[i] = i;
+  }
+  std::vector<std::vector<std::uint32_t>> sw_groups(sw);  // per switch: its multi-port group ids
+  fib_.assign(static_cast<std::size_t>(sw) * hosts, kNone);
+  std::vector<std::uint32_t> dist(n), queue;
+  std::vector<std::uint32_t> cand;
+  queue.reserve(n);
+  for (std::uint32_t dst = 0; dst < hosts; ++dst) {
+    std::fill(dist.begin(), dist.end(), kNone);
+    dist[dst] = 0;
+    queue.clear();
+    queue.push_back(dst);
+    for (std::size_t qi = 0; qi < queue.size(); ++qi) {
+      const std::uint32_t u = queue[qi];
+      for (std::uint32_t k = in_start[u]; k < in_start[u + 1]; ++k) {
+        const std::uint32_t v = ports_[in_ports[k]].from;
+        if (v < hosts || dist[v] != kNone) continue;  // hosts do not forward
+        dist[v] = dist[u] + 1;
+        queue.push_back(v);
+      }
+    }
+    for (std::uint32_t s = hosts; s < n; ++s) {
+      if (dist[s] == kNone) continue;
+      cand.clear();
+      for (std::uint32_t k = out_start[s]; k < out_start[s + 1]; ++k) {
+        const std::uint32_t pid = out_ports[k];
+        const std::uint32_t v = ports_[pid].to;
+        if ((v >= hosts || v == dst) && dist[v] + 1 == dist[s]) cand.push_back(pid);
+      }
+      std::uint32_t gid = kNone;
+      if (cand.size() == 1) {
+        gid = cand[0];
+      } else if (!cand.empty()) {
+        for (std::uint32_t g : sw_groups[s - hosts]) {
+          const Group& gr = groups_[g];
+          if (gr.count == cand.size() &&
+              std::equal(cand.begin(), cand.end(), group_ports_.begin() + gr.start)) {
+            gid = g;
+            break;
+          }
+        }
+        if (gid == kNone) {
+          gid = static_cast<std::uint32_t>(groups_.size());
+          groups_.push_back(Group{static_cast<std::uint32_t>(group_ports_.size()),
+                                  static_cast<std::uint32_t>(cand.size())});
+          group_ports_.insert(group_ports_.end(), cand.begin(), cand.end());
+          sw_groups[s - hosts].push_back(gid);
+        }
+      }
+      fib_[static_cast<std::size_t>(s - hosts) * hosts + dst] = gid;
+    }
+  }
+}
+
+std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
+                             std::uint32_t ev) const {
+  const std::uint32_t gid = fib_[static_cast<std::size_t>(node - topo_.hosts) * topo_.hosts + dst];
+  if (gid == kNone) return kNone;
+  const Group& g = groups_[gid];
+  if (g.count == 1) return group_ports_[g.start];
+  // 5-tuple: src, dst, UDP sport (the EV), UDP dport, protocol 17; salted per switch.
+  std::uint64_t h = mix64(salt_[node] ^ ((static_cast<std::uint64_t>(src) << 32) | dst));
+  h = mix64(
+      h ^ ((static_cast<std::uint64_t>(ev) << 24) | (static_cast<std::uint64_t>(cfg_.udp_dport) << 8) | 17));
+  const auto idx = static_cast<std::uint32_t>(((h >> 32) * g.count) >> 32);
+  return group_ports_[g.start + idx];
+}
+
+std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
+                                         std::uint32_t ev) const {
+  std::vector<std::uint32_t> path;
+  if (src >= topo_.hosts || dst >= topo_.hosts || plane >= topo_.planes) return path;
+  std::uint32_t port = host_port_[src * topo_.planes + plane];
+  for (int hop = 0; hop < 64; ++hop) {
+    path.push_back(port);
+    const std::uint32_t node = ports_[port].to;
+    if (node < topo_.hosts) {
+      if (node != dst) path.clear();
+      return path;
+    }
+    port = select(node, src, dst, ev);
+    if (port == kNone) break;
+  }
+  path.clear();
+  return path;
+}
+
+void Fabric::attach(std::uint32_t host, engine::Endpoint& ep) {
+  if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
+  hosts_[host].ep = &ep;
+}
+
+// --- packet pool -------------------------------------------------------------------------------------
+
+std::uint32_t Fabric::alloc_packet() {
+  std::uint32_t idx;
+  if (!free_.empty()) {
+    idx = free_.back();
+    free_.pop_back();
+  } else {
+    idx = static_cast<std::uint32_t>(pool_.size());
+    pool_.emplace_back();
+    if (cfg_.carry_payload) {
+      bufs_.emplace_back();
+      buf_cap_.push_back(0);
+    }
+  }
+  ++live_;
+  return idx;
+}
+
+void Fabric::free_packet(std::uint32_t idx) {
+  free_.push_back(idx);
+  --live_;
+}
+
+// --- running -----------------------------------------------------------------------------------------
+
+void Fabric::kick(std::uint32_t host) {
+  service(host);
+}
+
+bool Fabric::step(Time limit) {
+  return step_ps(limit >= kNever / 1000 ? kNever : limit * 1000 + 999);
+}
+
+void Fabric::advance_to(Time t) {
+  const Time ps = t >= kNever / 1000 ? kNever : t * 1000;
+  assert(events_.empty() || events_.top().time >= ps);
+  if (ps > now_ps_) now_ps_ = ps;
+}
+
+bool Fabric::step_ps(Time lim_ps) {
+  if (events_.empty()) return false;
+  if (events_.top().time > lim_ps) return false;
+  const QueuedEvent e = events_.pop();
+  now_ps_ = e.time;
+  ++stats_.events;
+  switch (e.kind) {
+    case kArrive:
+      on_arrive(e.index);
+      break;
+    case kPortFree:
+      on_port_free(e.index);
+      break;
+    case kTimer:
+      on_timer_event(e.index, e.seq);
+      break;
+    default:
+      assert(false);
+  }
+  return true;
+}
+
+void Fabric::run_until(Time t) {
+  while (step(t)) {
+  }
+  if (now() < t) now_ps_ = t * 1000;  // now() == t afterwards
+}
+
+bool Fabric::idle() const {
+  if (live_ != 0) return false;
+  return std::all_of(hosts_.begin(), hosts_.end(),
+                     [](const Host& h) { return h.ep == nullptr || h.ep->next_deadline() == kNever; });
+}
+
+// --- hosts -------------------------------------------------------------------------------------------
+
+void Fabric::service(std::uint32_t host) {
+  Host& h = hosts_[host];
+  if (h.ep == nullptr) return;
+  engine::TxPacket& tx = *tx_;
+  const std::uint32_t planes = topo_.planes;
+  for (;;) {
+    std::uint32_t free_ports = 0;
+    for (std::uint32_t p = 0; p < planes; ++p) {
+      if (ports_[host_port_[host * planes + p]].busy_until <= now_ps_) free_ports |= bit(p);
+    }
+    if (free_ports == 0) break;
+    if (!h.ep->poll_tx(tx, now(), free_ports)) break;
+    if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= topo_.hosts ||
+        tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize || tx.trailer_len > 8 ||
+        (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
+      ++stats_.bad_tx;
+      continue;
+    }
+    inject(host, tx);
+  }
+  reschedule_timer(host);
+}
+
+void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
+  const std::uint32_t idx = alloc_packet();
+  Packet& p = pool_[idx];
+  const std::uint32_t size = tx.wire_size();
+  if (cfg_.carry_payload) {
+    if (buf_cap_[idx] < size) {
+      buf_cap_[idx] = std::max(size, kMinBuffer);
+      bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
+    }
+    std::uint8_t* b = bufs_[idx].get();
+    std::memcpy(b, tx.header, tx.header_len);
+    if (tx.payload_len > 0) std::memcpy(b + tx.header_len, tx.payload, tx.payload_len);
+    if (tx.trailer_len > 0) std::memcpy(b + tx.header_len + tx.payload_len, tx.trailer, tx.trailer_len);
+  } else {
+    std::memcpy(p.bytes, tx.header, tx.header_len);
+    if (tx.trailer_len > 0) std::memcpy(p.bytes + tx.header_len, tx.trailer, tx.trailer_len);
+  }
+  p.len = size;
+  p.wire = size + cfg_.wire_overhead;
+  p.src = host;
+  p.dst = tx.peer;
+  p.ev = tx.ev.value;
+  p.next = kNone;
+  p.header_len = tx.header_len;
+  p.payload_len = static_cast<std::uint16_t>(tx.payload_len);
+  p.trailer_len = tx.trailer_len;
+  p.plane = tx.port;
+  p.tc = tx.tc;
+  p.ecn_ce = p.trimmed = p.trimmed_lasthop = false;
+  ++stats_.sent;
+  const std::uint32_t port = host_port_[host * topo_.planes + tx.port];
+  start_tx(port, idx);
+  Port& pt = ports_[port];
+  if (!pt.wake_pending) {  // re-poll the endpoint when the port frees up
+    pt.wake_pending = true;
+    events_.push(pt.busy_until, kPortFree, port);
+  }
+}
+
+void Fabric::reschedule_timer(std::uint32_t host) {
+  Host& h = hosts_[host];
+  Time d = h.ep->next_deadline();
+  if (d == kNever) return;
+  const Time now_ns = now();
+  Time d_ps;
+  if (d <= now_ns) {
+    // A deadline still due right after on_timer() ran gets the next nanosecond (no time freeze).
+    d_ps = h.timer_fired_at == now_ns ? (now_ns + 1) * 1000 : now_ps_;
+  } else {
+    d_ps = d * 1000;
+  }
+  if (h.timer_at_ps <= d_ps) return;
+  h.timer_at_ps = d_ps;
+  h.timer_seq = events_.push(d_ps, kTimer, host);
+}
+
+void Fabric::on_timer_event(std::uint32_t host, std::uint64_t seq) {
+  Host& h = hosts_[host];
+  if (h.timer_at_ps == kNever || seq != h.timer_seq) return;  // superseded
+  h.timer_at_ps = kNever;
+  if (h.ep->next_deadline() > now()) {
+    reschedule_timer(host);
+    return;
+  }
+  h.timer_fired_at = now();
+  h.ep->on_timer(now());
+  if (hook_) hook_(host);
+  service(host);
+}
+
+// --- links and switches --------------------------------------------------------------------------------
+
+void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
+  Port& pt = ports_[port];
+  Packet& p = pool_[idx];
+  p.port = port;
+  const std::uint64_t start = std::max(pt.busy_until, now_ps_);
+  pt.busy_until = start + serialization_ps(p.wire, pt.rate_bps);
+  ++pt.ctr.tx_packets;
+  pt.ctr.tx_bytes += p.wire;
+  ++stats_.hops;
+  events_.push(pt.busy_until + pt.latency_ps, kArrive, idx);
+}
+
+void Fabric::on_port_free(std::uint32_t port) {
+  Port& pt = ports_[port];
+  pt.wake_pending = false;
+  if (pt.from_host) {
+    service(pt.from);
+    return;
+  }
+  std::uint32_t idx = kNone;
+  if (pt.ctrl_head != kNone) {
+    idx = pt.ctrl_head;
+    pt.ctrl_head = pool_[idx].next;
+    if (pt.ctrl_head == kNone) pt.ctrl_tail = kNone;
+    pt.ctrl_bytes -= pool_[idx].wire;
+  } else if (pt.data_head != kNone) {
+    idx = pt.data_head;
+    Packet& p = pool_[idx];
+    pt.data_head = p.next;
+    if (pt.data_head == kNone) pt.data_tail = kNone;
+    pt.data_bytes -= p.wire;
+    const QueueConfig& q = cfg_.queue;
+    if (q.ecn_kmax > 0 && (q.ecn_last_hop || !pt.to_host) && pt.data_bytes > q.ecn_kmin) {
+      bool mark = pt.data_bytes >= q.ecn_kmax;
+      if (!mark) {
+        const double prob =
+            static_cast<double>(pt.data_bytes - q.ecn_kmin) / static_cast<double>(q.ecn_kmax - q.ecn_kmin);
+        mark = rng_.chance(prob);
+      }
+      if (mark && !p.ecn_ce) {
+        p.ecn_ce = true;
+        ++pt.ctr.ecn_marks;
+        ++stats_.ecn_marked;
+      }
+    }
+  }
+  if (idx == kNone) return;
+  start_tx(port, idx);
+  if (pt.ctrl_head != kNone || pt.data_head != kNone) {
+    pt.wake_pending = true;
+    events_.push(pt.busy_until, kPortFree, port);
+  }
+}
+
+void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
+  Port& pt = ports_[port];
+  Packet& p = pool_[idx];
+  p.next = kNone;
+  bool control = p.tc == engine::TrafficClass::kControl || p.trimmed;
+  if (!control && pt.data_bytes + p.wire > cfg_.queue.data_bytes) {
+    if (!cfg_.queue.trimming || p.payload_len == 0) {
+      drop(port, idx, FabricDrop::kDataTail);
+      return;
+    }
+    // Trim to the header: payload and trailer are cut off.
+    p.len = p.header_len;
+    p.wire = p.header_len + cfg_.wire_overhead;
+    p.trailer_len = 0;
+    p.trimmed = true;
+    p.trimmed_lasthop = pt.to_host;
+    ++pt.ctr.trims;
+    ++stats_.trimmed;
+    control = true;
+  }
+  if (control) {
+    if (pt.ctrl_bytes + p.wire > control_cap_) {
+      drop(port, idx, FabricDrop::kControlOverflow);
+      return;
+    }
+    pt.ctrl_bytes += p.wire;
+    if (pt.ctrl_tail == kNone) {
+      pt.ctrl_head = idx;
+    } else {
+      pool_[pt.ctrl_tail].next = idx;
+    }
+    pt.ctrl_tail = idx;
+  } else {
+    pt.data_bytes += p.wire;
+    pt.ctr.peak_data_bytes = std::max(pt.ctr.peak_data_bytes, pt.data_bytes);
+    stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
+    if (pt.data_tail == kNone) {
+      pt.data_head = idx;
+    } else {
+      pool_[pt.data_tail].next = idx;
+    }
+    pt.data_tail = idx;
+  }
+  if (pt.wake_pending) return;
+  if (pt.busy_until <= now_ps_) {
+    on_port_free(port);  // idle port: send now
+  } else {
+    pt.wake_pending = true;
+    events_.push(pt.busy_until, kPortFree, port);
+  }
+}
+
+void Fabric::on_arrive(std::uint32_t idx) {
+  Packet& p = pool_[idx];
+  const std::uint32_t node = ports_[p.port].to;
+  if (node < topo_.hosts) {
+    deliver(idx);
+    return;
+  }
+  const std::uint32_t out = select(node, p.src, p.dst, p.ev);
+  if (out == kNone) {
+    drop(p.port, idx, FabricDrop::kNoRoute);
+    return;
+  }
+  enqueue(out, idx);
+}
+
+void Fabric::deliver(std::uint32_t idx) {
+  Packet& p = pool_[idx];
+  const std::uint32_t dst = ports_[p.port].to;
+  Host& h = hosts_[dst];
+  engine::RxMeta meta;
+  meta.port = p.plane;
+  meta.peer = p.src;
+  meta.ev = p.ev;
+  meta.ecn_ce = p.ecn_ce;
+  meta.trimmed = p.trimmed;
+  meta.trimmed_lasthop = p.trimmed_lasthop;
+  ++stats_.delivered;
+  const std::uint8_t* data;
+  if (cfg_.carry_payload) {
+    data = bufs_[idx].get();
+  } else {
+    // Header, zero payload (whatever an earlier header left there is irrelevant: no ICRC), trailer.
+    std::uint8_t* s = scratch_.data();
+    std::memcpy(s, p.bytes, p.header_len);
+    if (!p.trimmed && p.trailer_len > 0)
+      std::memcpy(s + p.header_len + p.payload_len, p.bytes + p.header_len, p.trailer_len);
+    data = s;
+  }
+  const std::uint32_t len = p.len;
+  if (h.ep == nullptr) {
+    free_packet(idx);
+    return;
+  }
+  h.ep->receive(std::span<const std::uint8_t>(data, len), meta, now());  // does not touch the pool
+  free_packet(idx);
+  if (hook_) hook_(dst);
+  service(dst);
+}
+
+void Fabric::drop(std::uint32_t port, std::uint32_t idx, FabricDrop why) {
+  ++ports_[port].ctr.drops;
+  ++stats_.drops[static_cast<int>(why)];
+  free_packet(idx);
+}
+
+}  // namespace mrc::sim

@@ -1,0 +1,186 @@
+// Fabric: a packet-level network of switches and links (sim/topology.hpp) that drives
+// engine::Endpoint hosts in deterministic virtual time, the same way PathNet does (sim/pathnet.hpp).
+//
+// Time. Internally picoseconds (so serialisation at any rate has no rounding drift); endpoints see
+// nanoseconds (now_ps / 1000) and their deadlines are honoured at the nanosecond. The public API
+// takes and returns nanoseconds unless a name says _ps.
+//
+// Links. Every undirected topology link is two egress ports (one per direction) of `rate_bps`
+// followed by `latency` of propagation. A packet's wire size is the engine's bytes (header + payload
+// + trailer) plus FabricConfig::wire_overhead (Ethernet + IP + UDP framing the engine does not build).
+//
+// Hosts. One NIC port per plane. A port serialises one packet at a time; the host's Endpoint is
+// polled (poll_tx with the mask of free ports) whenever one of its ports frees up and after every
+// receive, timer and kick(). Hosts have no queues: the engine arbitrates.
+//
+// Switches. Zero forwarding latency. Routing: the FIB (a flat per-switch, per-destination array of
+// next-hop groups: all neighbours one hop closer to the destination host) and ECMP within a group by
+// a hash of the flow 5-tuple (src, dst, UDP source port = EV, UDP dport, protocol) and a per-switch
+// salt. Each egress port has
+//   * a data FIFO of at most QueueConfig::data_bytes queued bytes (the packet in service excluded);
+//   * a strict-priority control queue (control packets: SACK/NACK/..., and trimmed headers) of at
+//     most QueueConfig::control_bytes (0 = 2 x data_bytes); above that, control packets are dropped;
+//   * trimming: a data packet with payload that does not fit the data FIFO is cut to its header
+//     (TxPacket::header_len bytes + wire_overhead on the wire) and goes to the control queue,
+//     delivered with RxMeta::trimmed (and trimmed_lasthop if the port leads to a host); with
+//     trimming off it is tail-dropped;
+//   * ECN: RED-style CE marking of data packets on dequeue, with probability 0 below ecn_kmin bytes
+//     left in the data FIFO, rising linearly to 1 at ecn_kmax (and above); optionally not on ports
+//     that lead to a host (ecn_last_hop = false).
+//
+// Determinism: all randomness comes from Rng seeded with FabricConfig::seed; ties in time run in
+// scheduling order (EventQueue). No global state; the per-packet path does not allocate once the
+// packet pool has warmed up.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/rng.hpp"
+#include "common/time.hpp"
+#include "engine/endpoint.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/topology.hpp"
+
+namespace mrc::sim {
+
+struct QueueConfig {
+  std::uint64_t data_bytes = 178450;  ///< data FIFO capacity (htsim default: 43 x 4150 B)
+  std::uint64_t control_bytes = 0;    ///< 0 = 2 x data_bytes
+  bool trimming = true;               ///< false: a data packet that does not fit is dropped
+  std::uint64_t ecn_kmin = 37350;     ///< ecn_kmax == 0 disables marking
+  std::uint64_t ecn_kmax = 145250;
+  bool ecn_last_hop = true;  ///< mark on ports that lead to a host
+};
+
+struct FabricConfig {
+  QueueConfig queue;
+  std::uint32_t wire_overhead = 46;  ///< Ethernet 14 + FCS 4 + IPv4 20 + UDP 8
+  std::uint16_t udp_dport = 4791;    ///< part of the ECMP 5-tuple
+  /// false: packets carry only their headers and trailers through the network and are delivered
+  /// with a zero-filled payload of the right length (large runs: no 4 KB copy or buffer per packet;
+  /// the receiver's memory gets zeros, which is fine when nobody checks the data and ICRC is off).
+  bool carry_payload = true;
+  std::uint64_t seed = 1;  ///< ECMP salts and ECN coin flips
+};
+
+enum class FabricDrop : std::uint8_t { kDataTail, kControlOverflow, kNoRoute, kCount };
+
+struct FabricStats {
+  std::uint64_t events = 0;
+  std::uint64_t sent = 0;       ///< packets handed over by endpoints
+  std::uint64_t delivered = 0;  ///< to endpoints
+  std::uint64_t hops = 0;       ///< link traversals (every port transmission)
+  std::uint64_t trimmed = 0, ecn_marked = 0;
+  std::uint64_t drops[static_cast<int>(FabricDrop::kCount)] = {};
+  std::uint64_t bad_tx = 0;  ///< poll_tx returned a packet for a busy/unknown port or peer
+  std::uint64_t peak_data_bytes = 0;
+  std::uint64_t dropped() const { return drops[0] + drops[1] + drops[2]; }
+  std::uint64_t drops_by(FabricDrop d) const { return drops[static_cast<int>(d)]; }
+};
+
+struct PortCounters {
+  std::uint64_t tx_packets = 0, tx_bytes = 0;  ///< wire bytes
+  std::uint64_t trims = 0, ecn_marks = 0, drops = 0;
+  std::uint64_t peak_data_bytes = 0;
+};
+
+class Fabric {
+ public:
+  Fabric(const Topology& topo, const FabricConfig& cfg);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  /// Attaches host h's endpoint (must outlive the fabric; its num_ports should equal planes).
+  /// QpRemote::peer must be the peer's host id.
+  void attach(std::uint32_t host, engine::Endpoint& ep);
+  const Topology& topology() const { return topo_; }
+  const FabricConfig& config() const { return cfg_; }
+
+  /// Called after host h's endpoint received a packet or ran its timer (drivers drain completions).
+  void set_activity_hook(std::function<void(std::uint32_t host)> fn) { hook_ = std::move(fn); }
+
+  // --- running --------------------------------------------------------------------------------
+  Time now() const { return now_ps_ / 1000; }
+  Time now_ps() const { return now_ps_; }
+  void kick(std::uint32_t host);
+  /// Processes the earliest event if it is due at or before `limit` (ns); false if none.
+  bool step(Time limit);
+  /// Same with the limit in picoseconds (events due at or before it).
+  bool step_ps(Time limit_ps);
+  /// Moves the clock forward to `t` (ns) without processing anything; no event may be due earlier.
+  void advance_to(Time t);
+  void run_until(Time t);
+  bool idle() const;
+
+  // --- routing introspection --------------------------------------------------------------------
+  /// The egress ports (directed links) a packet from src to dst with this EV leaving on NIC port
+  /// `plane` crosses, in order; empty if unreachable.
+  std::vector<std::uint32_t> trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
+                                   std::uint32_t ev) const;
+  /// Directed port id: 2*link for a->b, 2*link+1 for b->a.
+  std::uint32_t num_ports() const;
+  std::uint32_t port_from(std::uint32_t port) const;
+  std::uint32_t port_to(std::uint32_t port) const;
+
+  // --- statistics -------------------------------------------------------------------------------
+  const FabricStats& stats() const { return stats_; }
+  const PortCounters& port_counters(std::uint32_t port) const;
+  std::uint64_t packets_in_flight() const { return live_; }
+  std::size_t pool_size() const;
+
+  /// Serialisation time in ps of `bytes` at `rate_bps` (rounded up, >= 1).
+  static std::uint64_t serialization_ps(std::uint64_t bytes, double rate_bps);
+
+ private:
+  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer };
+  struct Packet;
+  struct Port;
+  struct Host;
+  struct Group {
+    std::uint32_t start = 0, count = 0;
+  };
+
+  void build_fib();
+  std::uint32_t select(std::uint32_t sw_node, std::uint32_t src, std::uint32_t dst, std::uint32_t ev) const;
+  std::uint32_t alloc_packet();
+  void free_packet(std::uint32_t idx);
+  void service(std::uint32_t host);
+  void inject(std::uint32_t host, const engine::TxPacket& tx);
+  void enqueue(std::uint32_t port, std::uint32_t idx);
+  void start_tx(std::uint32_t port, std::uint32_t idx);
+  void on_arrive(std::uint32_t idx);
+  void on_port_free(std::uint32_t port);
+  void on_timer_event(std::uint32_t host, std::uint64_t seq);
+  void reschedule_timer(std::uint32_t host);
+  void deliver(std::uint32_t idx);
+  void drop(std::uint32_t port, std::uint32_t idx, FabricDrop why);
+
+  Topology topo_;
+  FabricConfig cfg_;
+  std::uint64_t control_cap_ = 0;
+  Rng rng_;
+  Time now_ps_ = 0;
+  EventQueue events_;
+  std::vector<Port> ports_;
+  std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port id
+  std::vector<std::uint64_t> salt_;       ///< per node (switches)
+  std::vector<std::uint32_t> fib_;        ///< [(node - hosts) * hosts + dst] = group id
+  std::vector<Group> groups_;
+  std::vector<std::uint32_t> group_ports_;
+  std::vector<Host> hosts_;
+  std::vector<Packet> pool_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> bufs_;  ///< carry_payload: per-slot bytes
+  std::vector<std::uint32_t> buf_cap_;
+  std::vector<std::uint8_t> scratch_;  ///< !carry_payload: delivery buffer
+  std::vector<std::uint32_t> free_;
+  std::uint64_t live_ = 0;
+  std::unique_ptr<engine::TxPacket> tx_;
+  FabricStats stats_;
+  std::function<void(std::uint32_t)> hook_;
+};
+
+}  // namespace mrc::sim
