@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "wire/packet.hpp"
 
@@ -26,10 +27,13 @@ std::uint32_t bit(std::uint32_t i) {
 }
 }  // namespace
 
-/// A packet in the network; its bytes live inline (header + trailer) or in bufs_[slot].
+/// A packet in the network (hot fields only, 56 bytes); its bytes live in hdr_[slot] (header +
+/// trailer) or bufs_[slot] (carry_payload).
 struct Fabric::Packet {
-  std::uint32_t len = 0;   ///< engine bytes carried (header_len once trimmed)
-  std::uint32_t wire = 0;  ///< bytes on the wire (len + overhead)
+  Time arrive_ps = 0;       ///< while on a link: when it reaches the far end
+  Time next_arrive_ps = 0;  ///< ... and when the packet behind it on the link does (no extra miss)
+  std::uint32_t len = 0;    ///< engine bytes carried (header_len once trimmed)
+  std::uint32_t wire = 0;   ///< bytes on the wire (len + overhead)
   std::uint32_t src = 0, dst = 0;
   std::uint32_t ev = 0;
   std::uint32_t port = 0;  ///< the egress port it is on / queued at
@@ -40,7 +44,10 @@ struct Fabric::Packet {
   std::uint8_t plane = 0;
   engine::TrafficClass tc = engine::TrafficClass::kData;
   bool ecn_ce = false, trimmed = false, trimmed_lasthop = false;
-  std::uint8_t bytes[kInlineBytes];  ///< !carry_payload: header, then trailer
+  std::uint8_t lost = 0;  ///< 1 = sent onto a down link, 2 = gray loss
+};
+struct Fabric::InlineBytes {
+  std::uint8_t b[kInlineBytes];  ///< !carry_payload: header, then trailer
 };
 
 struct Fabric::Port {
@@ -51,6 +58,10 @@ struct Fabric::Port {
   std::uint64_t busy_until = 0;  ///< ps
   bool wake_pending = false;
   std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone, ctrl_tail = kNone;
+  std::uint32_t wire_head = kNone, wire_tail = kNone;  ///< packets on the link, in arrival order
+  bool up = true;
+  double loss = 0;         ///< gray failure: probability a transmitted packet is lost
+  Time down_since_ps = 0;  ///< when it last went down (routing reconvergence)
   std::uint64_t data_bytes = 0, ctrl_bytes = 0;
   PortCounters ctr;
 };
@@ -116,11 +127,30 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
 
 Fabric::~Fabric() = default;
 
-// For every destination host: a reverse BFS over switches gives each switch its distance; the
-// group of switch s is its egress ports towards a neighbour one hop closer (a switch, or dst).
+// For every leaf switch (a switch hosts attach to): a reverse BFS over switches gives each switch
+// its distance; the group of switch s for that leaf is its egress ports towards a neighbour switch
+// one hop closer. A host is reachable only through its leaf, so this is also the route to each of
+// the leaf's hosts from every switch but the leaf itself (which uses its port to the host).
 // Singleton groups are the port ids themselves; larger groups are deduplicated per switch.
 void Fabric::build_fib() {
-  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts;
+  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts, planes = topo_.planes;
+  sw_.assign(sw, SwInfo{});
+  for (std::uint32_t s = hosts; s < n; ++s) sw_[s - hosts].plane = topo_.nodes[s].plane;
+  std::vector<std::uint32_t> per_plane(planes, 0), leaf_nodes;
+  dst_.resize(static_cast<std::size_t>(hosts) * planes);
+  for (std::uint32_t h = 0; h < hosts; ++h) {
+    for (std::uint32_t p = 0; p < planes; ++p) {
+      const std::uint32_t link = topo_.host_link(h, p);
+      const std::uint32_t leaf = topo_.links[link].b;
+      SwInfo& si = sw_[leaf - hosts];
+      if (si.leaf == kNone) {
+        si.leaf = per_plane[si.plane]++;
+        leaf_nodes.push_back(leaf);
+      }
+      dst_[static_cast<std::size_t>(h) * planes + p] = DstInfo{leaf, si.leaf, 2 * link + 1};
+    }
+  }
+  leaves_ = *std::max_element(per_plane.begin(), per_plane.end());
   std::vector<std::uint32_t> in_start(n + 1, 0), out_start(n + 1, 0);
   for (const Port& p : ports_) {
     ++in_start[p.to + 1];
@@ -146,15 +176,15 @@ void Fabric::build_fib() {
     group_ports_[i] = i;
   }
   std::vector<std::vector<std::uint32_t>> sw_groups(sw);  // per switch: its multi-port group ids
-  fib_.assign(static_cast<std::size_t>(sw) * hosts, kNone);
-  std::vector<std::uint32_t> dist(n), queue;
+  fib_.assign(static_cast<std::size_t>(sw) * leaves_, kNone);
+  std::vector<std::uint32_t> dist(n, kNone), queue;
   std::vector<std::uint32_t> cand;
   queue.reserve(n);
-  for (std::uint32_t dst = 0; dst < hosts; ++dst) {
-    std::fill(dist.begin(), dist.end(), kNone);
-    dist[dst] = 0;
+  for (const std::uint32_t leaf : leaf_nodes) {
+    for (std::uint32_t v : queue) dist[v] = kNone;
+    dist[leaf] = 0;
     queue.clear();
-    queue.push_back(dst);
+    queue.push_back(leaf);
     for (std::size_t qi = 0; qi < queue.size(); ++qi) {
       const std::uint32_t u = queue[qi];
       for (std::uint32_t k = in_start[u]; k < in_start[u + 1]; ++k) {
@@ -164,13 +194,14 @@ void Fabric::build_fib() {
         queue.push_back(v);
       }
     }
-    for (std::uint32_t s = hosts; s < n; ++s) {
-      if (dist[s] == kNone) continue;
+    const std::uint32_t li = sw_[leaf - hosts].leaf;
+    for (const std::uint32_t s : queue) {
+      if (s == leaf) continue;
       cand.clear();
       for (std::uint32_t k = out_start[s]; k < out_start[s + 1]; ++k) {
         const std::uint32_t pid = out_ports[k];
         const std::uint32_t v = ports_[pid].to;
-        if ((v >= hosts || v == dst) && dist[v] + 1 == dist[s]) cand.push_back(pid);
+        if (v >= hosts && dist[v] + 1 == dist[s]) cand.push_back(pid);
       }
       std::uint32_t gid = kNone;
       if (cand.size() == 1) {
@@ -192,14 +223,18 @@ void Fabric::build_fib() {
           sw_groups[s - hosts].push_back(gid);
         }
       }
-      fib_[static_cast<std::size_t>(s - hosts) * hosts + dst] = gid;
+      fib_[static_cast<std::size_t>(s - hosts) * leaves_ + li] = gid;
     }
   }
+  for (std::uint32_t v : queue) dist[v] = kNone;
 }
 
 std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
                              std::uint32_t ev) const {
-  const std::uint32_t gid = fib_[static_cast<std::size_t>(node - topo_.hosts) * topo_.hosts + dst];
+  const SwInfo& si = sw_[node - topo_.hosts];
+  const DstInfo& di = dst_[static_cast<std::size_t>(dst) * topo_.planes + si.plane];
+  if (di.leaf_node == node) return di.down_port;
+  const std::uint32_t gid = fib_[static_cast<std::size_t>(node - topo_.hosts) * leaves_ + di.leaf];
   if (gid == kNone) return kNone;
   const Group& g = groups_[gid];
   if (g.count == 1) return group_ports_[g.start];
@@ -208,7 +243,25 @@ std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_
   h = mix64(
       h ^ ((static_cast<std::uint64_t>(ev) << 24) | (static_cast<std::uint64_t>(cfg_.udp_dport) << 8) | 17));
   const auto idx = static_cast<std::uint32_t>(((h >> 32) * g.count) >> 32);
-  return group_ports_[g.start + idx];
+  const std::uint32_t port = group_ports_[g.start + idx];
+  const Port& pt = ports_[port];
+  if (pt.up || now_ps_ < pt.down_since_ps + cfg_.reconverge_delay * 1000) return port;
+  return reroute(gid, h);
+}
+
+// After reconvergence: the flow hashes over the group's up ports only.
+std::uint32_t Fabric::reroute(std::uint32_t gid, std::uint64_t h) const {
+  const Group& g = groups_[gid];
+  std::uint32_t up = 0;
+  for (std::uint32_t i = 0; i < g.count; ++i) up += ports_[group_ports_[g.start + i]].up ? 1u : 0u;
+  if (up == 0) return group_ports_[g.start];  // nothing left: blackholed at the dead port
+  auto pick = static_cast<std::uint32_t>(((h & 0xFFFFFFFFu) * up) >> 32);
+  for (std::uint32_t i = 0; i < g.count; ++i) {
+    const std::uint32_t port = group_ports_[g.start + i];
+    if (!ports_[port].up) continue;
+    if (pick-- == 0) return port;
+  }
+  return group_ports_[g.start];
 }
 
 std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
@@ -235,6 +288,46 @@ void Fabric::attach(std::uint32_t host, engine::Endpoint& ep) {
   hosts_[host].ep = &ep;
 }
 
+// --- faults -----------------------------------------------------------------------------------------
+
+bool Fabric::link_up(std::uint32_t link) const {
+  return link < topo_.links.size() && ports_[2 * link].up;
+}
+
+void Fabric::schedule_fault(const LinkFault& f) {
+  if (f.link >= topo_.links.size())
+    throw std::invalid_argument("fabric: fault on link " + std::to_string(f.link) + " out of range");
+  if (f.kind == LinkFaultKind::kRate && !(f.value > 0))
+    throw std::invalid_argument("fabric: link rate must be > 0");
+  if (f.kind == LinkFaultKind::kLoss && !(f.value >= 0 && f.value <= 1))
+    throw std::invalid_argument("fabric: loss probability must be in [0, 1]");
+  if (f.at < now()) throw std::invalid_argument("fabric: fault scheduled in the past");
+  faults_.push_back(f);
+  events_.push(f.at * 1000, kFault, static_cast<std::uint32_t>(faults_.size() - 1));
+}
+
+void Fabric::apply_fault(const LinkFault& f) {
+  if (f.link >= topo_.links.size()) throw std::invalid_argument("fabric: fault link out of range");
+  for (std::uint32_t dir = 0; dir < 2; ++dir) {
+    Port& pt = ports_[2 * f.link + dir];
+    switch (f.kind) {
+      case LinkFaultKind::kDown:
+        if (pt.up) pt.down_since_ps = now_ps_;
+        pt.up = false;
+        break;
+      case LinkFaultKind::kUp:
+        pt.up = true;
+        break;
+      case LinkFaultKind::kRate:
+        pt.rate_bps = f.value;
+        break;
+      case LinkFaultKind::kLoss:
+        pt.loss = f.value;
+        break;
+    }
+  }
+}
+
 // --- packet pool -------------------------------------------------------------------------------------
 
 std::uint32_t Fabric::alloc_packet() {
@@ -245,6 +338,7 @@ std::uint32_t Fabric::alloc_packet() {
   } else {
     idx = static_cast<std::uint32_t>(pool_.size());
     pool_.emplace_back();
+    if (!cfg_.carry_payload) hdr_.emplace_back();
     if (cfg_.carry_payload) {
       bufs_.emplace_back();
       buf_cap_.push_back(0);
@@ -280,10 +374,17 @@ bool Fabric::step_ps(Time lim_ps) {
   if (events_.top().time > lim_ps) return false;
   const QueuedEvent e = events_.pop();
   now_ps_ = e.time;
+  if (!events_.empty()) {  // the next event's object is usually cold: start fetching it now
+    const QueuedEvent& n = events_.top();
+    if (n.kind == kArrive || n.kind == kPortFree) __builtin_prefetch(&ports_[n.index]);
+  }
   ++stats_.events;
   switch (e.kind) {
     case kArrive:
-      on_arrive(e.index);
+      on_wire(e.index);
+      break;
+    case kFault:
+      apply_fault(faults_[e.index]);
       break;
     case kPortFree:
       on_port_free(e.index);
@@ -348,8 +449,9 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
     if (tx.payload_len > 0) std::memcpy(b + tx.header_len, tx.payload, tx.payload_len);
     if (tx.trailer_len > 0) std::memcpy(b + tx.header_len + tx.payload_len, tx.trailer, tx.trailer_len);
   } else {
-    std::memcpy(p.bytes, tx.header, tx.header_len);
-    if (tx.trailer_len > 0) std::memcpy(p.bytes + tx.header_len, tx.trailer, tx.trailer_len);
+    std::uint8_t* b = hdr_[idx].b;
+    std::memcpy(b, tx.header, tx.header_len);
+    if (tx.trailer_len > 0) std::memcpy(b + tx.header_len, tx.trailer, tx.trailer_len);
   }
   p.len = size;
   p.wire = size + cfg_.wire_overhead;
@@ -415,7 +517,38 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   ++pt.ctr.tx_packets;
   pt.ctr.tx_bytes += p.wire;
   ++stats_.hops;
-  events_.push(pt.busy_until + pt.latency_ps, kArrive, idx);
+  // Lost on this link (down, or a gray failure's coin flip): dropped when it would arrive.
+  p.lost = !pt.up ? 1 : (pt.loss > 0 && rng_.chance(pt.loss)) ? 2 : 0;
+  // A link is FIFO (constant latency, serialisation in order): packets on it wait in a list and
+  // only the head has an event, so the event queue holds O(busy links), not O(packets in flight).
+  p.arrive_ps = pt.busy_until + pt.latency_ps;
+  p.next = kNone;
+  if (pt.wire_tail == kNone) {
+    pt.wire_head = idx;
+    events_.push(p.arrive_ps, kArrive, port);
+  } else {
+    Packet& tail = pool_[pt.wire_tail];
+    tail.next = idx;
+    tail.next_arrive_ps = p.arrive_ps;
+  }
+  pt.wire_tail = idx;
+}
+
+void Fabric::on_wire(std::uint32_t port) {
+  Port& pt = ports_[port];
+  const std::uint32_t idx = pt.wire_head;
+  Packet& p = pool_[idx];
+  pt.wire_head = p.next;
+  if (pt.wire_head == kNone) {
+    pt.wire_tail = kNone;
+  } else {
+    events_.push(p.next_arrive_ps, kArrive, port);
+  }
+  if (p.lost != 0) {
+    drop(port, idx, p.lost == 1 ? FabricDrop::kLinkDown : FabricDrop::kGrayLoss);
+    return;
+  }
+  on_arrive(idx);
 }
 
 void Fabric::on_port_free(std::uint32_t port) {
@@ -464,6 +597,10 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   Port& pt = ports_[port];
   Packet& p = pool_[idx];
   p.next = kNone;
+  if (!pt.up) {  // routing has not converged around the dead link yet: blackholed
+    drop(port, idx, FabricDrop::kLinkDown);
+    return;
+  }
   bool control = p.tc == engine::TrafficClass::kControl || p.trimmed;
   if (!control && pt.data_bytes + p.wire > cfg_.queue.data_bytes) {
     if (!cfg_.queue.trimming || p.payload_len == 0) {
@@ -545,9 +682,10 @@ void Fabric::deliver(std::uint32_t idx) {
   } else {
     // Header, zero payload (whatever an earlier header left there is irrelevant: no ICRC), trailer.
     std::uint8_t* s = scratch_.data();
-    std::memcpy(s, p.bytes, p.header_len);
+    const std::uint8_t* b = hdr_[idx].b;
+    std::memcpy(s, b, p.header_len);
     if (!p.trimmed && p.trailer_len > 0)
-      std::memcpy(s + p.header_len + p.payload_len, p.bytes + p.header_len, p.trailer_len);
+      std::memcpy(s + p.header_len + p.payload_len, b + p.header_len, p.trailer_len);
     data = s;
   }
   const std::uint32_t len = p.len;

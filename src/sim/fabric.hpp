@@ -64,9 +64,26 @@ struct FabricConfig {
   /// the receiver's memory gets zeros, which is fine when nobody checks the data and ICRC is off).
   bool carry_payload = true;
   std::uint64_t seed = 1;  ///< ECMP salts and ECN coin flips
+  /// ECMP reconvergence: this long (ns) after a link goes down, switches stop hashing onto it (the
+  /// flow is rehashed over the group's remaining up ports). Until then packets hashed onto the
+  /// dead link are dropped (blackholed).
+  Duration reconverge_delay = 0;
 };
 
-enum class FabricDrop : std::uint8_t { kDataTail, kControlOverflow, kNoRoute, kCount };
+enum class FabricDrop : std::uint8_t { kDataTail, kControlOverflow, kNoRoute, kLinkDown, kGrayLoss, kCount };
+
+/// A scheduled change of one undirected link (both directions). kDown: packets sent onto it are
+/// lost, switches drop what they would queue on it (until reconvergence, then route around it);
+/// packets already on the wire still arrive, packets queued before drain into the dead link.
+/// kRate: new rate (bits/s) for packets serialised from then on. kLoss: gray failure, each packet
+/// sent on it is lost with probability `value`.
+enum class LinkFaultKind : std::uint8_t { kDown, kUp, kRate, kLoss };
+struct LinkFault {
+  Time at = 0;  ///< ns
+  std::uint32_t link = 0;
+  LinkFaultKind kind = LinkFaultKind::kDown;
+  double value = 0;
+};
 
 struct FabricStats {
   std::uint64_t events = 0;
@@ -77,7 +94,11 @@ struct FabricStats {
   std::uint64_t drops[static_cast<int>(FabricDrop::kCount)] = {};
   std::uint64_t bad_tx = 0;  ///< poll_tx returned a packet for a busy/unknown port or peer
   std::uint64_t peak_data_bytes = 0;
-  std::uint64_t dropped() const { return drops[0] + drops[1] + drops[2]; }
+  std::uint64_t dropped() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t d : drops) n += d;
+    return n;
+  }
   std::uint64_t drops_by(FabricDrop d) const { return drops[static_cast<int>(d)]; }
 };
 
@@ -102,6 +123,13 @@ class Fabric {
 
   /// Called after host h's endpoint received a packet or ran its timer (drivers drain completions).
   void set_activity_hook(std::function<void(std::uint32_t host)> fn) { hook_ = std::move(fn); }
+
+  // --- faults -----------------------------------------------------------------------------------
+  /// Schedules a link fault (at >= now); throws std::invalid_argument on a bad link id or value.
+  void schedule_fault(const LinkFault& f);
+  /// Applies a fault now.
+  void apply_fault(const LinkFault& f);
+  bool link_up(std::uint32_t link) const;
 
   // --- running --------------------------------------------------------------------------------
   Time now() const { return now_ps_ / 1000; }
@@ -136,8 +164,18 @@ class Fabric {
   static std::uint64_t serialization_ps(std::uint64_t bytes, double rate_bps);
 
  private:
-  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer };
+  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault };
   struct Packet;
+  struct InlineBytes;
+  /// Per switch: its plane and, for a switch that hosts attach to (a leaf), its index among the
+  /// leaves of that plane.
+  struct SwInfo {
+    std::uint32_t plane = 0, leaf = ~0u;
+  };
+  /// Per (host, plane): the leaf switch it attaches to, that leaf's index and the leaf's port to it.
+  struct DstInfo {
+    std::uint32_t leaf_node = 0, leaf = 0, down_port = 0;
+  };
   struct Port;
   struct Host;
   struct Group {
@@ -152,7 +190,9 @@ class Fabric {
   void inject(std::uint32_t host, const engine::TxPacket& tx);
   void enqueue(std::uint32_t port, std::uint32_t idx);
   void start_tx(std::uint32_t port, std::uint32_t idx);
+  void on_wire(std::uint32_t port);
   void on_arrive(std::uint32_t idx);
+  std::uint32_t reroute(std::uint32_t gid, std::uint64_t h) const;
   void on_port_free(std::uint32_t port);
   void on_timer_event(std::uint32_t host, std::uint64_t seq);
   void reschedule_timer(std::uint32_t host);
@@ -168,11 +208,19 @@ class Fabric {
   std::vector<Port> ports_;
   std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port id
   std::vector<std::uint64_t> salt_;       ///< per node (switches)
-  std::vector<std::uint32_t> fib_;        ///< [(node - hosts) * hosts + dst] = group id
+  /// [(node - hosts) * leaves_ + leaf index of the destination] = group id. Routes are the same for
+  /// all hosts of a leaf except at the leaf itself (DstInfo::down_port), so the FIB scales with
+  /// switches x leaves, not switches x hosts.
+  std::vector<std::uint32_t> fib_;
+  std::uint32_t leaves_ = 0;  ///< max leaves per plane
+  std::vector<SwInfo> sw_;
+  std::vector<DstInfo> dst_;  ///< [h * planes + p]
+  std::vector<LinkFault> faults_;
   std::vector<Group> groups_;
   std::vector<std::uint32_t> group_ports_;
   std::vector<Host> hosts_;
   std::vector<Packet> pool_;
+  std::vector<InlineBytes> hdr_;                       ///< !carry_payload: per-slot header + trailer
   std::vector<std::unique_ptr<std::uint8_t[]>> bufs_;  ///< carry_payload: per-slot bytes
   std::vector<std::uint32_t> buf_cap_;
   std::vector<std::uint8_t> scratch_;  ///< !carry_payload: delivery buffer

@@ -35,6 +35,9 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
   if (m.nodes > topo.hosts)
     throw std::invalid_argument("run: matrix has " + std::to_string(m.nodes) + " nodes, topology only " +
                                 std::to_string(topo.hosts) + " hosts");
+  if (cfg.transport == Transport::kRoce)
+    throw std::invalid_argument(
+        "run: transport \"roce\" is not available yet (RoCEv2 baseline pending in src/sim/roce.*)");
   if (cfg.evs_per_plane == 0) throw std::invalid_argument("run: evs_per_plane must be >= 1");
   for (const auto& c : m.conns) {
     if (c.bytes == 0 || c.bytes > (1u << 31))
@@ -54,6 +57,7 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
                              static_cast<std::uint32_t>(r.base_rtt), r.mtu_wire, cfg.fabric.queue.trimming);
 
   Fabric net(topo, cfg.fabric);
+  for (const LinkFault& f : cfg.faults) net.schedule_fault(f);
   engine::EndpointConfig ec;
   ec.num_ports = topo.planes;
   ec.icrc = cfg.icrc;
@@ -78,6 +82,9 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
 
   engine::QpConfig qc;
   qc.pmtu = cfg.pmtu;
+  qc.sq_depth = cfg.sq_depth;
+  qc.rq_depth = cfg.rq_depth;
+  qc.mpr = qc.mpr_dest = cfg.mpr;
   qc.evs = engine::make_ev_set(topo.planes, cfg.evs_per_plane, 0);
   qc.active_count = topo.planes * cfg.evs_per_plane;
   qc.cc.algorithm = cfg.nscc ? cc::Algorithm::kNscc : cc::Algorithm::kNone;
@@ -106,6 +113,7 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     rb.qpn = qa;
     rb.sq_psn = ra.rq_psn;
     rb.rq_psn = ra.sq_psn;
+    ra.peer_mpr_dest = rb.peer_mpr_dest = cfg.mpr;
     if (eps[c.src]->connect_qp(qa, ra, 0) != 0 || eps[c.dst]->connect_qp(qb, rb, 0) != 0)
       throw std::runtime_error("run: connect_qp failed");
     src_qpn[i] = qa;
@@ -132,7 +140,13 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return m.conns[a].start < m.conns[b].start; });
   std::size_t next = 0;
+  std::uint64_t next_progress = 0;
   while (remaining > 0) {
+    if (cfg.progress && net.stats().events >= next_progress) {
+      cfg.progress(net.now(), static_cast<std::uint32_t>(m.conns.size()) - remaining,
+                   static_cast<std::uint32_t>(m.conns.size()));
+      next_progress = net.stats().events + (1u << 16);
+    }
     const Time next_start = next < order.size() ? m.conns[order[next]].start : kNever;
     if (next_start == kNever || next_start > cfg.limit) {
       if (!net.step(cfg.limit)) break;
@@ -155,6 +169,9 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
       throw std::runtime_error("run: post_send failed");
     net.kick(c.src);
   }
+  if (cfg.progress)
+    cfg.progress(net.now(), static_cast<std::uint32_t>(m.conns.size()) - remaining,
+                 static_cast<std::uint32_t>(m.conns.size()));
   r.end = net.now();
   r.net = net.stats();
   r.pool_packets = net.pool_size();
@@ -167,6 +184,10 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     r.tx_data += f.qp.tx_data;
     r.tx_rtx += f.qp.tx_rtx;
     r.timeouts += f.qp.timeouts;
+    r.rtx_nack += f.qp.rtx_nack;
+    r.rtx_loss += f.qp.rtx_loss;
+    r.rtx_timeout += f.qp.rtx_timeout;
+    r.rtx_port += f.qp.rtx_port;
     if (f.finish == kNever) continue;
     f.fct_us = static_cast<double>(f.finish - c.start) / 1000.0;
     fcts.push_back(f.fct_us);
@@ -177,6 +198,7 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
       if (const engine::Qp* qp = eps[h]->qp(q)) {
         r.tx_sack += qp->counters().tx_sack;
         r.tx_nack += qp->counters().tx_nack;
+        r.ev_transitions += qp->counters().ev_transitions;
       }
     }
   }
