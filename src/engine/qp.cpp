@@ -51,17 +51,15 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
   bitmap_.assign(bits / 64, 0);
   bitmap_mask_ = bits - 1;
   wimm_.assign(cfg_.max_wimm_dest, WimmSlot{});
-  ctrl_.assign(256, CtrlTx{});
+  ctrl_.assign(16, CtrlTx{});
   state_ = QpState::kRtr;
   return 0;
 }
 
 int Qp::to_rts(Time now) {
   if (state_ != QpState::kRtr) return EINVAL;
-  const std::uint32_t slots = pow2_at_least(cfg_.mpr * kMprUnit);
-  ring_.assign(slots, TxRec{});
-  ring_mask_ = slots - 1;
-  sq_.assign(cfg_.sq_depth, SendWqe{});
+  // The send queue and the PSN ring are allocated by the first post_send: a QP that only
+  // receives (half of all QPs in a permutation) never needs them.
   snd_una_ = snd_nxt_ = remote_.sq_psn;
   rtx_scan_ = snd_una_;
   last_progress_ = now;

@@ -207,7 +207,8 @@ class Qp {
   std::uint32_t bitmap_mask_ = 0;
   std::uint64_t rcv_bytes_ = 0;
   std::uint32_t unacked_bytes_ = 0;
-  std::vector<CtrlTx> ctrl_;  ///< ring
+  std::vector<CtrlTx> ctrl_;  ///< ring, grown on demand up to kCtrlMax entries
+  static constexpr std::size_t kCtrlMax = 4096;
   std::uint32_t ctrl_head_ = 0, ctrl_count_ = 0;
   std::vector<WimmSlot> wimm_;  ///< ring; wimm_head_ holds RQMSN rq_next_deliver_
   std::uint32_t wimm_head_ = 0;

@@ -1,6 +1,7 @@
 // Requester half of a QP: segmentation, PSN window, SACK/NACK processing, loss detection
 // (RACK-style, with reliability probes as evidence), selective retransmission and the RTO.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 
 #include "engine/qp.hpp"
@@ -14,6 +15,12 @@ constexpr std::uint32_t kMaxMessage = 1u << 31;
 int Qp::post_send(const SendWr& wr, Time now) {
   if (state_ != QpState::kRts) return EINVAL;
   if (wr.length > kMaxMessage) return EINVAL;
+  if (sq_.empty()) {
+    const std::uint32_t slots = std::bit_ceil(std::max<std::uint32_t>(cfg_.mpr * kMprUnit, 64));
+    ring_.assign(slots, TxRec{});
+    ring_mask_ = slots - 1;
+    sq_.assign(cfg_.sq_depth, SendWqe{});
+  }
   if (sq_count_ == sq_.size()) return ENOMEM;
   SendWqe& w = sq_[sq_tail_];
   w = SendWqe{};

@@ -103,6 +103,13 @@ int Qp::post_recv(std::uint64_t wr_id) {
 }
 
 void Qp::queue_ctrl(const CtrlTx& c) {
+  if (ctrl_count_ == ctrl_.size() && ctrl_.size() < kCtrlMax) {
+    // Bursts (a window of trim NACKs) grow the ring; steady state never allocates.
+    std::vector<CtrlTx> grown(ctrl_.size() * 2);
+    for (std::uint32_t i = 0; i < ctrl_count_; ++i) grown[i] = ctrl_[(ctrl_head_ + i) % ctrl_.size()];
+    ctrl_.swap(grown);
+    ctrl_head_ = 0;
+  }
   if (ctrl_count_ == ctrl_.size()) {
     // Full: SACKs are cumulative, so drop the oldest SACK to make room (NACKs are kept).
     for (std::uint32_t i = 0; i < ctrl_count_; ++i) {
