@@ -127,6 +127,9 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
     return;
   }
   if (s.state != EvState::kGood) return;
+  // Skipping moves traffic to the other EVs; with no other GOOD EV it would only stall the QP.
+  const std::uint32_t others = ports_with_good() & ~(1u << s.ev.port);
+  if (others == 0 && good_[s.ev.port].size() == 1) return;
   good_remove(slot);
   s.skip_until = until;
   skipped_.push_back(slot);

@@ -236,7 +236,7 @@ void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
     for (std::uint16_t s = 0; s < evm_.size(); ++s)
       if (evm_.ev(s).port == plane && evm_.is_active(s) && evm_.state(s) == EvState::kGood) {
         evm_.on_failure(s, EvCause::kLoss, now);
-        changed = true;
+        changed |= evm_.state(s) != EvState::kGood;  // the ev_min_active floor may keep it GOOD
       }
     if (!changed) break;
   }
