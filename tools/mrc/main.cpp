@@ -3,14 +3,27 @@
 
 #include "demo.hpp"
 
+namespace mrc::tools {
+// `mrc perf` (perf.cpp): registers its options; run_perf() runs the parsed command.
+CLI::App* add_perf_command(CLI::App& app);
+int run_perf();
+// `mrc sim` (sim.cpp): packet-level fabric scenarios.
+CLI::App* add_sim_command(CLI::App& app);
+int run_sim();
+}  // namespace mrc::tools
+
 int main(int argc, char** argv) {
   CLI::App app{"mrc: tools for the Multipath Reliable Connection (MRC) transport", "mrc"};
   app.require_subcommand(1);
 
   mrc::tools::DemoOptions demo_opt;
   CLI::App* demo = mrc::tools::add_demo_command(app, demo_opt);
+  CLI::App* perf = mrc::tools::add_perf_command(app);
+  CLI::App* sim = mrc::tools::add_sim_command(app);
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return mrc::tools::run_demo(demo_opt);
+  if (perf->parsed()) return mrc::tools::run_perf();
+  if (sim->parsed()) return mrc::tools::run_sim();
   return 0;
 }

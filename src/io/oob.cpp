@@ -1,0 +1,390 @@
+#include "io/oob.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "common/psn.hpp"
+
+namespace mrc::io {
+namespace {
+
+constexpr std::size_t kHeader = 12;
+constexpr Duration kRetryPause = 50'000'000;  // 50 ms between connect attempts
+
+void put(std::vector<std::uint8_t>& b, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+struct Reader {
+  std::span<const std::uint8_t> in;
+  std::size_t pos = 0;
+  bool ok = true;
+  std::uint64_t get(int bytes) {
+    if (pos + static_cast<std::size_t>(bytes) > in.size()) {
+      ok = false;
+      return 0;
+    }
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v = (v << 8) | in[pos++];
+    return v;
+  }
+};
+
+std::vector<std::uint8_t> frame(OobType type, const std::vector<std::uint8_t>& body) {
+  std::vector<std::uint8_t> b;
+  b.reserve(kHeader + body.size());
+  put(b, kOobMagic, 4);
+  put(b, kOobVersion, 2);
+  put(b, static_cast<std::uint16_t>(type), 2);
+  put(b, body.size(), 4);
+  b.insert(b.end(), body.begin(), body.end());
+  return b;
+}
+
+std::string sys_err(const std::string& what) {
+  return "oob: " + what + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+std::uint32_t random_psn() {
+  std::random_device rd;
+  return rd() & kPsnMask;
+}
+
+std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c) {
+  std::vector<std::uint8_t> b;
+  put(b, c.qpn, 4);
+  put(b, c.psn, 4);
+  put(b, c.rkey, 4);
+  put(b, c.va, 8);
+  put(b, c.length, 8);
+  put(b, c.mpr_dest, 1);
+  put(b, c.max_wimm_dest, 2);
+  put(b, c.planes.size(), 1);
+  for (const IpAddr& a : c.planes) {
+    const bool v6 = a.family == AF_INET6;
+    put(b, v6 ? 6 : 4, 1);
+    b.insert(b.end(), a.bytes.begin(), a.bytes.begin() + (v6 ? 16 : 4));
+  }
+  return frame(OobType::kConnInfo, b);
+}
+
+std::vector<std::uint8_t> encode_values(std::span<const std::uint64_t> v) {
+  std::vector<std::uint8_t> b;
+  put(b, v.size(), 4);
+  for (const std::uint64_t x : v) put(b, x, 8);
+  return frame(OobType::kValues, b);
+}
+
+bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32_t& body_len,
+                   std::string& err) {
+  Reader r{hdr};
+  const auto magic = static_cast<std::uint32_t>(r.get(4));
+  const auto version = static_cast<std::uint16_t>(r.get(2));
+  const auto t = static_cast<std::uint16_t>(r.get(2));
+  const auto len = static_cast<std::uint32_t>(r.get(4));
+  if (!r.ok) {
+    err = "oob: truncated header (" + std::to_string(hdr.size()) + " of 12 bytes)";
+    return false;
+  }
+  if (magic != kOobMagic) {
+    err = "oob: bad magic (not an MRC out-of-band message)";
+    return false;
+  }
+  if (version != kOobVersion) {
+    err = "oob: unsupported version " + std::to_string(version) + " (this side speaks " +
+          std::to_string(kOobVersion) + ")";
+    return false;
+  }
+  if (t != static_cast<std::uint16_t>(OobType::kConnInfo) &&
+      t != static_cast<std::uint16_t>(OobType::kValues)) {
+    err = "oob: unknown message type " + std::to_string(t);
+    return false;
+  }
+  if (len > kOobMaxBody) {
+    err = "oob: message body too large (" + std::to_string(len) + " bytes)";
+    return false;
+  }
+  type = static_cast<OobType>(t);
+  body_len = len;
+  return true;
+}
+
+bool decode_conn_info_body(std::span<const std::uint8_t> body, ConnInfo& out, std::string& err) {
+  Reader r{body};
+  ConnInfo c;
+  c.qpn = static_cast<std::uint32_t>(r.get(4));
+  c.psn = static_cast<std::uint32_t>(r.get(4));
+  c.rkey = static_cast<std::uint32_t>(r.get(4));
+  c.va = r.get(8);
+  c.length = r.get(8);
+  c.mpr_dest = static_cast<std::uint8_t>(r.get(1));
+  c.max_wimm_dest = static_cast<std::uint16_t>(r.get(2));
+  const auto planes = static_cast<std::size_t>(r.get(1));
+  if (!r.ok) {
+    err = "oob: truncated connection info";
+    return false;
+  }
+  if (c.psn > kPsnMask) {
+    err = "oob: initial PSN does not fit in 24 bits";
+    return false;
+  }
+  if (c.qpn == 0 || c.qpn > 0xFFFFFFu) {
+    err = "oob: invalid QPN " + std::to_string(c.qpn);
+    return false;
+  }
+  if (planes == 0 || planes > engine::kMaxPorts) {
+    err = "oob: invalid plane count " + std::to_string(planes);
+    return false;
+  }
+  for (std::size_t i = 0; i < planes; ++i) {
+    IpAddr a;
+    const auto fam = r.get(1);
+    if (!r.ok) break;
+    if (fam != 4 && fam != 6) {
+      err = "oob: plane " + std::to_string(i) + " has unknown address family " + std::to_string(fam);
+      return false;
+    }
+    a.family = fam == 6 ? AF_INET6 : AF_INET;
+    for (std::size_t k = 0; k < (fam == 6 ? 16u : 4u); ++k) a.bytes[k] = static_cast<std::uint8_t>(r.get(1));
+    c.planes.push_back(a);
+  }
+  if (!r.ok) {
+    err = "oob: truncated plane address list";
+    return false;
+  }
+  if (r.pos != body.size()) {
+    err = "oob: " + std::to_string(body.size() - r.pos) + " unexpected trailing bytes in connection info";
+    return false;
+  }
+  out = std::move(c);
+  return true;
+}
+
+bool decode_values_body(std::span<const std::uint8_t> body, std::vector<std::uint64_t>& out,
+                        std::string& err) {
+  Reader r{body};
+  const auto n = r.get(4);
+  if (!r.ok || body.size() != 4 + n * 8) {
+    err = "oob: value list length does not match its count";
+    return false;
+  }
+  out.clear();
+  for (std::uint64_t i = 0; i < n; ++i) out.push_back(r.get(8));
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+OobChannel::~OobChannel() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+OobChannel& OobChannel::operator=(OobChannel&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+std::optional<OobChannel> OobChannel::connect(const std::string& host, std::uint16_t port, Duration timeout,
+                                              std::string& err) {
+  const Time deadline = UdpEndpoint::now() + timeout;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int gai = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0) {
+    err = "oob: cannot resolve '" + host + "': " + ::gai_strerror(gai);
+    return std::nullopt;
+  }
+  std::string last = "timed out";
+  for (;;) {
+    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+      const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        ::freeaddrinfo(res);
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return OobChannel(fd);
+      }
+      last = std::strerror(errno);
+      ::close(fd);
+    }
+    if (UdpEndpoint::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kRetryPause));
+  }
+  ::freeaddrinfo(res);
+  err = "oob: cannot connect to " + host + ":" + std::to_string(port) + ": " + last;
+  return std::nullopt;
+}
+
+bool OobChannel::send_raw(std::span<const std::uint8_t> bytes, std::string& err) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = sys_err("send");
+      return false;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool OobChannel::read_exact(std::uint8_t* p, std::size_t n, Time deadline, std::string& err) {
+  std::size_t got = 0;
+  while (got < n) {
+    const Time t = UdpEndpoint::now();
+    if (t >= deadline) {
+      err = "oob: timed out waiting for the peer (" + std::to_string(got) + " of " + std::to_string(n) +
+            " bytes)";
+      return false;
+    }
+    pollfd pfd{fd_, POLLIN, 0};
+    const int ms = static_cast<int>(std::min<Duration>((deadline - t) / 1'000'000 + 1, 1'000'000));
+    const int pr = ::poll(&pfd, 1, ms);
+    if (pr < 0 && errno != EINTR) {
+      err = sys_err("poll");
+      return false;
+    }
+    if (pr <= 0) continue;
+    const ssize_t r = ::recv(fd_, p + got, n - got, 0);
+    if (r == 0) {
+      err = got == 0 ? "oob: peer closed the connection"
+                     : "oob: truncated message (peer closed after " + std::to_string(got) + " of " +
+                           std::to_string(n) + " bytes)";
+      return false;
+    }
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      err = sys_err("recv");
+      return false;
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+bool OobChannel::recv_msg(OobType want, std::vector<std::uint8_t>& body, Duration timeout, std::string& err) {
+  if (fd_ < 0) {
+    err = "oob: channel not connected";
+    return false;
+  }
+  const Time deadline = UdpEndpoint::now() + timeout;
+  std::uint8_t hdr[kHeader];
+  if (!read_exact(hdr, kHeader, deadline, err)) return false;
+  OobType type{};
+  std::uint32_t len = 0;
+  if (!decode_header(hdr, type, len, err)) return false;
+  body.resize(len);
+  if (len != 0 && !read_exact(body.data(), len, deadline, err)) return false;
+  if (type != want) {
+    err = "oob: expected message type " + std::to_string(static_cast<int>(want)) + ", got " +
+          std::to_string(static_cast<int>(type));
+    return false;
+  }
+  return true;
+}
+
+bool OobChannel::send_conn_info(const ConnInfo& c, std::string& err) {
+  return send_raw(encode_conn_info(c), err);
+}
+
+bool OobChannel::recv_conn_info(ConnInfo& out, Duration timeout, std::string& err) {
+  std::vector<std::uint8_t> body;
+  return recv_msg(OobType::kConnInfo, body, timeout, err) && decode_conn_info_body(body, out, err);
+}
+
+bool OobChannel::send_values(std::span<const std::uint64_t> v, std::string& err) {
+  return send_raw(encode_values(v), err);
+}
+
+bool OobChannel::recv_values(std::vector<std::uint64_t>& out, Duration timeout, std::string& err) {
+  std::vector<std::uint8_t> body;
+  return recv_msg(OobType::kValues, body, timeout, err) && decode_values_body(body, out, err);
+}
+
+bool OobChannel::exchange(const ConnInfo& mine, ConnInfo& theirs, Duration timeout, std::string& err) {
+  return send_conn_info(mine, err) && recv_conn_info(theirs, timeout, err);
+}
+
+// ------------------------------------------------------------------------------------------------
+
+OobListener::~OobListener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool OobListener::listen(const std::string& addr, std::uint16_t port, std::string& err) {
+  IpAddr a;
+  if (!IpAddr::parse(addr, a)) {
+    err = "oob: '" + addr + "' is not an IPv4 or IPv6 address";
+    return false;
+  }
+  fd_ = ::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    err = sys_err("socket");
+    return false;
+  }
+  int one = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in6 sa{};
+  socklen_t len = 0;
+  if (a.family == AF_INET) {
+    sockaddr_in s4{};
+    s4.sin_family = AF_INET;
+    s4.sin_port = htons(port);
+    std::memcpy(&s4.sin_addr, a.bytes.data(), 4);
+    std::memcpy(&sa, &s4, sizeof s4);
+    len = sizeof s4;
+  } else {
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(port);
+    std::memcpy(&sa.sin6_addr, a.bytes.data(), 16);
+    len = sizeof sa;
+  }
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) != 0 || ::listen(fd_, 16) != 0) {
+    err = sys_err("listen on " + addr + ":" + std::to_string(port));
+    return false;
+  }
+  len = sizeof sa;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+  port_ = ntohs(sa.sin6_port);  // same offset in sockaddr_in
+  return true;
+}
+
+std::optional<OobChannel> OobListener::accept(Duration timeout, std::string& err) {
+  pollfd pfd{fd_, POLLIN, 0};
+  const int ms = static_cast<int>(std::min<Duration>(timeout / 1'000'000, 1u << 30));
+  const int pr = ::poll(&pfd, 1, ms);
+  if (pr <= 0) {
+    err = pr == 0 ? "oob: no client connected in time" : sys_err("poll");
+    return std::nullopt;
+  }
+  const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) {
+    err = sys_err("accept");
+    return std::nullopt;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return OobChannel(fd);
+}
+
+}  // namespace mrc::io

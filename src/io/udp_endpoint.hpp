@@ -1,0 +1,242 @@
+// The software MRC endpoint over Linux UDP ("what Soft-RoCE is to RoCE"): one per host, owning an
+// engine::Endpoint and driving many QPs over P planes (plane i = NIC port i = one local address).
+//
+// Transmit: each TxPacket leaves on the plane of its EV (TxPacket.port) toward the peer's address
+// on that plane, UDP destination port 4791. The EV becomes the UDP source port
+// (sport_base + value % sport_range); in STEV mode (IPv6 only) also the flow label (low 20 bits,
+// per packet through IPV6_FLOWINFO_SEND). A send socket exists per (plane, sport), created on the
+// first use of that sport. Packets are batched per plane and sent with sendmmsg per socket as
+// header / payload (a view into the registered region) / trailer iovecs: no copy.
+//
+// Receive: one socket per plane bound to (plane address, 4791), read with recvmmsg. ECN-CE and the
+// DSCP (trimmed / trimmed-last-hop code points) come from IP_RECVTOS / IPV6_RECVTCLASS; the EV
+// from the source port (and the flow label in STEV mode). A source address that is not a known
+// peer's address on that plane gets kUnknownPeer, a handle no QP has, so the engine refuses it.
+//
+// Progress: either the application calls progress() (application-driven), or start() runs a
+// progress thread. Threading rule with the thread running:
+//   * post_send / post_recv / poll_completion / poll_event may be called from any application
+//     thread (post_* from several, poll_* from one at a time). They go through lock-free rings and
+//     an eventfd wakeup; the engine is only ever touched by the progress thread.
+//   * Everything else that touches the engine (add_peer, register_region, create_qp, connect_qp,
+//     counters, metrics) must be called while the thread is stopped, or inside execute(fn), which
+//     runs fn on the progress thread and waits for it (a mutex-protected slow path, never used per
+//     packet).
+#pragma once
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "engine/endpoint.hpp"
+#include "io/impair.hpp"
+#include "io/pcap.hpp"
+#include "io/ring.hpp"
+
+namespace mrc::io {
+
+/// An IPv4 or IPv6 address (no port).
+struct IpAddr {
+  int family = AF_INET;
+  std::array<std::uint8_t, 16> bytes{};  ///< IPv4 uses the first 4
+  static bool parse(std::string_view text, IpAddr& out);
+  std::string str() const;
+  friend bool operator==(const IpAddr&, const IpAddr&) = default;
+};
+
+enum class EvMode : std::uint8_t {
+  kUdp,   ///< EV -> UDP source port
+  kStev,  ///< EV -> IPv6 flow label (low 20 bits) + UDP source port
+};
+
+struct UdpConfig {
+  std::vector<IpAddr> planes;  ///< local address of each plane (all the same family)
+  EvMode ev_mode = EvMode::kUdp;
+  std::uint16_t port = 4791;  ///< RoCEv2 destination port (receive sockets bind it)
+  std::uint16_t sport_base = 49152;
+  std::uint16_t sport_range = 16384;       ///< sport = sport_base + ev % sport_range
+  std::uint8_t dscp = 0;                   ///< DSCP of everything we send
+  bool ect = true;                         ///< send ECT(0) so the network can mark CE
+  std::uint8_t dscp_trimmed = 59;          ///< received DSCP meaning "trimmed" (>63 = never); pool 2 (EXP/LU)
+  std::uint8_t dscp_trimmed_lasthop = 63;  ///< received DSCP meaning "trimmed at the last hop"
+  std::uint32_t tx_batch = 32;             ///< packets per plane per flush
+  std::uint32_t rx_batch = 64;             ///< datagrams per recvmmsg
+  std::uint32_t max_packet = 4400;         ///< receive buffer size (pmtu + headers)
+  int socket_buffer = 8 << 20;             ///< SO_SNDBUF / SO_RCVBUF (FORCE when permitted)
+  std::uint32_t queue_depth = 16384;       ///< command / completion / event rings (threaded mode)
+  engine::EndpointConfig engine;           ///< num_ports is set from planes
+  ImpairConfig impair;                     ///< applied to received packets
+};
+
+struct PlaneCounters {
+  std::uint64_t tx_packets = 0, tx_bytes = 0, tx_batches = 0, tx_syscalls = 0;
+  std::uint64_t tx_dropped = 0;   ///< the kernel refused (EAGAIN / ENOBUFS / no socket)
+  std::uint64_t tx_no_route = 0;  ///< packet for an unknown peer
+  std::uint64_t rx_packets = 0, rx_bytes = 0, rx_syscalls = 0;
+  std::uint64_t rx_ecn_ce = 0, rx_trimmed = 0;
+  std::uint64_t rx_unknown_source = 0;  ///< source address is no peer's address on this plane
+  std::uint64_t rx_truncated = 0;       ///< larger than max_packet
+  std::uint32_t send_sockets = 0;       ///< sports in use
+};
+
+/// Packets sent on one EV (one (plane, sport) send socket).
+struct EvTxCounter {
+  std::uint8_t plane = 0;
+  std::uint16_t sport = 0;
+  std::uint64_t packets = 0;
+};
+
+class UdpEndpoint {
+ public:
+  static constexpr std::uint32_t kUnknownPeer = 0xFFFFFFFFu;
+
+  /// Opens the receive sockets and the epoll set. nullptr with a message in `err` on failure.
+  static std::unique_ptr<UdpEndpoint> create(const UdpConfig& cfg, std::string& err);
+  ~UdpEndpoint();
+  UdpEndpoint(const UdpEndpoint&) = delete;
+  UdpEndpoint& operator=(const UdpEndpoint&) = delete;
+
+  const UdpConfig& config() const { return cfg_; }
+  std::uint32_t num_planes() const { return static_cast<std::uint32_t>(planes_.size()); }
+  /// Monotonic time in ns: the engine's clock.
+  static Time now();
+
+  // --- control plane: stopped thread or inside execute() ---------------------------------------
+  /// Registers a peer by its address on every plane; returns its handle (>= 1), 0 if the address
+  /// list does not match the planes (count or family). `port` is the peer's receive port
+  /// (0 = config().port, the RoCEv2 port; other values let two endpoints share one address).
+  std::uint32_t add_peer(const std::vector<IpAddr>& addrs, std::uint16_t port = 0);
+  engine::Endpoint& engine() { return *ep_; }
+  const engine::Endpoint& engine() const { return *ep_; }
+  /// Runs fn with the engine on the progress thread (or directly when it is not running).
+  void execute(const std::function<void(engine::Endpoint&)>& fn);
+
+  // --- data path: any thread ------------------------------------------------------------------
+  /// 0, an engine errno (application-driven), or EAGAIN if the command ring is full (threaded).
+  /// In threaded mode a request the engine refuses completes with kLocalProtectionError.
+  int post_send(std::uint32_t qpn, const engine::SendWr& wr);
+  int post_recv(std::uint32_t qpn, std::uint64_t wr_id);
+  bool poll_completion(engine::Completion& out);
+  bool poll_event(engine::Event& out);
+
+  // --- progress ---------------------------------------------------------------------------------
+  /// One round: receive, timers, transmit. Blocks up to `timeout` (ns) when there is nothing to do.
+  /// Returns the number of packets moved. Application-driven mode only.
+  std::size_t progress(Duration timeout = 0);
+  bool start();
+  void stop();
+  bool running() const { return threaded_.load(); }
+
+  // --- statistics: stopped thread or inside execute() ------------------------------------------
+  const std::vector<PlaneCounters>& plane_counters() const { return plane_ctr_; }
+  std::vector<EvTxCounter> ev_tx_counters() const;
+  const ImpairStats& impair_stats() const { return impair_.stats(); }
+  /// Records every sent and received datagram (before impairment) into `w` (nullptr: off). The
+  /// writer must outlive the endpoint or be removed first. Control-plane call.
+  void set_pcap(PcapWriter* w) { pcap_ = w; }
+  std::uint64_t commands_refused() const { return cmd_refused_; }
+  std::uint16_t sport_of(std::uint32_t ev_value) const {
+    return static_cast<std::uint16_t>(cfg_.sport_base + ev_value % cfg_.sport_range);
+  }
+
+ private:
+  struct SendSock {
+    int fd = -1;
+    std::uint16_t sport = 0;
+    std::uint64_t packets = 0;
+  };
+  struct TxSlot {
+    engine::TxPacket pkt;
+    std::int32_t sock = -1;  ///< index into Plane::socks
+    sockaddr_in6 dst{};      ///< also holds a sockaddr_in
+    socklen_t dst_len = 0;
+    iovec iov[3];
+  };
+  struct Plane {
+    IpAddr addr;
+    int rx_fd = -1;
+    std::vector<std::int32_t> sock_of_sport;  ///< sport - base -> index into socks; -1 none, -2 failed
+    std::vector<SendSock> socks;
+    std::vector<TxSlot> batch;
+    std::uint32_t count = 0;
+    std::vector<mmsghdr> tx_mm;  ///< scratch: one socket's run of the batch
+    std::vector<std::uint8_t> done;
+    // receive
+    std::vector<std::uint8_t> rx_buf;
+    std::vector<mmsghdr> rx_mm;
+    std::vector<iovec> rx_iov;
+    std::vector<sockaddr_in6> rx_names;
+    std::vector<std::uint8_t> rx_cmsg;
+  };
+  struct Peer {
+    std::vector<IpAddr> addrs;
+    std::vector<sockaddr_in6> dst;  ///< per plane, port 4791
+    std::vector<socklen_t> dst_len;
+  };
+  enum class CmdType : std::uint8_t { kSend, kRecv };
+  struct Cmd {
+    CmdType type = CmdType::kSend;
+    std::uint32_t qpn = 0;
+    engine::SendWr wr;
+  };
+
+  explicit UdpEndpoint(const UdpConfig& cfg);
+  bool open(std::string& err);
+  std::size_t run_once(Duration timeout, bool threaded);
+  std::size_t receive_plane(std::uint32_t plane, Time now);
+  void deliver(std::span<const std::uint8_t> pkt, const engine::RxMeta& meta, Time now);
+  std::size_t transmit(Time now);
+  void enqueue(const engine::TxPacket& pkt);
+  void flush(std::uint32_t plane);
+  std::int32_t send_socket(std::uint32_t plane, std::uint16_t sport);
+  void drain_commands(Time now);
+  void export_completions();
+  void thread_main();
+  void wake();
+  std::uint32_t lookup_peer(std::uint32_t plane, const sockaddr_in6& src) const;
+
+  UdpConfig cfg_;
+  int family_ = AF_INET;
+  std::unique_ptr<engine::Endpoint> ep_;
+  std::vector<Plane> planes_;
+  std::vector<PlaneCounters> plane_ctr_;
+  std::vector<Peer> peers_;
+  Impairment impair_;
+  int epfd_ = -1;
+  int evfd_ = -1;
+  engine::TxPacket staging_;
+  std::uint64_t cmd_refused_ = 0;
+  std::uint32_t free_mask_ = 0;
+  PcapWriter* pcap_ = nullptr;
+  void capture(const IpAddr& src, std::uint16_t sport, const IpAddr& dst, std::uint16_t dport,
+               std::uint32_t flow, int tos, std::span<const std::uint8_t> h, std::span<const std::uint8_t> pl,
+               std::span<const std::uint8_t> tr);  ///< planes whose batch has room
+
+  // threaded mode
+  std::thread thread_;
+  std::atomic<bool> threaded_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> sleeping_{false};
+  MpscRing<Cmd> cmds_;
+  bool have_pending_cmd_ = false;
+  Cmd pending_cmd_;
+  SpscRing<engine::Completion> completions_;
+  SpscRing<engine::Event> events_;
+  std::mutex exec_mu_;
+  std::condition_variable exec_cv_;
+  const std::function<void(engine::Endpoint&)>* exec_fn_ = nullptr;
+  bool exec_done_ = false;
+  std::atomic<bool> exec_pending_{false};
+};
+
+}  // namespace mrc::io

@@ -1,0 +1,187 @@
+#include "io/oob.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace mrc::io {
+namespace {
+
+constexpr Duration kTimeout = 5'000'000'000;  // generous: the test fails on error, not on time
+
+ConnInfo sample(std::uint32_t qpn, const char* prefix) {
+  ConnInfo c;
+  c.qpn = qpn;
+  c.psn = random_psn();
+  c.rkey = 0xDEADBEEF;
+  c.va = 0x7F0012345678ull;
+  c.length = 64ull << 20;
+  c.mpr_dest = 4;
+  c.max_wimm_dest = 77;
+  for (int i = 1; i <= 4; ++i) {
+    IpAddr a;
+    EXPECT_TRUE(IpAddr::parse(std::string(prefix) + std::to_string(i), a));
+    c.planes.push_back(a);
+  }
+  return c;
+}
+
+TEST(Oob, RandomPsnIs24Bits) {
+  bool differs = false;
+  const std::uint32_t first = random_psn();
+  for (int i = 0; i < 100; ++i) {
+    const std::uint32_t p = random_psn();
+    EXPECT_LE(p, 0xFFFFFFu);
+    differs |= p != first;
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(Oob, ExchangeOverLoopbackTcp) {
+  OobListener l;
+  std::string err;
+  ASSERT_TRUE(l.listen("127.0.0.1", 0, err)) << err;
+  ASSERT_NE(l.port(), 0);
+  const ConnInfo server_info = sample(17, "127.0.0.");
+  const ConnInfo client_info = sample(33, "::");  // IPv6 plane addresses round-trip too
+  ConnInfo got_by_server;
+  std::string server_err;
+  bool server_ok = false;
+  std::thread server([&] {
+    auto ch = l.accept(kTimeout, server_err);
+    if (!ch) return;
+    server_ok = ch->exchange(server_info, got_by_server, kTimeout, server_err);
+    const std::uint64_t vals[] = {1, 2, 0xFFFFFFFFFFFFFFFFull};
+    server_ok = server_ok && ch->send_values(vals, server_err);
+  });
+  auto ch = OobChannel::connect("127.0.0.1", l.port(), kTimeout, err);
+  ASSERT_TRUE(ch) << err;
+  ConnInfo got;
+  ASSERT_TRUE(ch->exchange(client_info, got, kTimeout, err)) << err;
+  std::vector<std::uint64_t> vals;
+  ASSERT_TRUE(ch->recv_values(vals, kTimeout, err)) << err;
+  server.join();
+  ASSERT_TRUE(server_ok) << server_err;
+  EXPECT_EQ(got, server_info);
+  EXPECT_EQ(got_by_server, client_info);
+  EXPECT_EQ(vals, (std::vector<std::uint64_t>{1, 2, 0xFFFFFFFFFFFFFFFFull}));
+}
+
+TEST(Oob, ConnectRetriesUntilTheServerListens) {
+  // Find a free port, release it, and start listening on it only after the client began trying.
+  std::uint16_t port = 0;
+  {
+    OobListener probe;
+    std::string err;
+    ASSERT_TRUE(probe.listen("127.0.0.1", 0, err)) << err;
+    port = probe.port();
+  }
+  OobListener l;
+  std::string lerr;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (l.listen("127.0.0.1", port, lerr)) {
+      std::string e;
+      auto c = l.accept(kTimeout, e);
+    }
+  });
+  std::string err;
+  auto ch = OobChannel::connect("127.0.0.1", port, kTimeout, err);
+  late.join();
+  EXPECT_TRUE(lerr.empty()) << lerr;
+  EXPECT_TRUE(ch) << err;
+}
+
+TEST(Oob, ConnectFailsWithMessageAfterTimeout) {
+  std::uint16_t port = 0;
+  {
+    OobListener probe;
+    std::string err;
+    ASSERT_TRUE(probe.listen("127.0.0.1", 0, err)) << err;
+    port = probe.port();
+  }
+  std::string err;
+  EXPECT_FALSE(OobChannel::connect("127.0.0.1", port, 100'000'000, err));
+  EXPECT_NE(err.find("cannot connect"), std::string::npos) << err;
+  EXPECT_FALSE(OobChannel::connect("no.such.host.invalid", port, 100'000'000, err));
+  EXPECT_NE(err.find("resolve"), std::string::npos) << err;
+}
+
+/// Sends `bytes` from a client and returns the server's error for recv_conn_info.
+std::string server_error_for(const std::vector<std::uint8_t>& bytes, bool close_after = true) {
+  OobListener l;
+  std::string err;
+  EXPECT_TRUE(l.listen("127.0.0.1", 0, err)) << err;
+  std::thread client([&] {
+    std::string e;
+    auto ch = OobChannel::connect("127.0.0.1", l.port(), kTimeout, e);
+    if (ch) ch->send_raw(bytes, e);
+    if (!close_after) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  });
+  std::string serr;
+  auto ch = l.accept(kTimeout, serr);
+  EXPECT_TRUE(ch) << serr;
+  ConnInfo c;
+  const bool ok = ch && ch->recv_conn_info(c, close_after ? kTimeout : 100'000'000, serr);
+  client.join();
+  EXPECT_FALSE(ok);
+  return serr;
+}
+
+TEST(Oob, MalformedMessagesGiveClearErrors) {
+  const std::vector<std::uint8_t> good = encode_conn_info(sample(5, "127.0.0."));
+  auto with = [&](std::size_t at, std::uint8_t v) {
+    auto b = good;
+    b[at] = v;
+    return b;
+  };
+  EXPECT_NE(server_error_for(with(0, 'X')).find("bad magic"), std::string::npos);
+  EXPECT_NE(server_error_for(with(5, 9)).find("unsupported version 9"), std::string::npos);
+  EXPECT_NE(server_error_for(with(7, 42)).find("unknown message type"), std::string::npos);
+  EXPECT_NE(server_error_for(with(8, 0x7F)).find("too large"), std::string::npos);
+  // Truncated: the peer closes mid-message.
+  EXPECT_NE(server_error_for({good.begin(), good.begin() + 20}).find("truncated"), std::string::npos);
+  EXPECT_NE(server_error_for({good.begin(), good.begin() + 5}).find("truncated"), std::string::npos);
+  EXPECT_NE(server_error_for({}).find("closed"), std::string::npos);
+  // Stalled: the peer stays connected but never finishes.
+  EXPECT_NE(server_error_for({good.begin(), good.begin() + 20}, false).find("timed out"), std::string::npos);
+  // Wrong type for the call.
+  const std::uint64_t v[] = {1};
+  EXPECT_NE(server_error_for(encode_values(v)).find("expected message type"), std::string::npos);
+}
+
+TEST(Oob, MalformedBodiesAreRejected) {
+  const std::vector<std::uint8_t> framed = encode_conn_info(sample(5, "127.0.0."));
+  const std::vector<std::uint8_t> body(framed.begin() + 12, framed.end());
+  ConnInfo c;
+  std::string err;
+  ASSERT_TRUE(decode_conn_info_body(body, c, err)) << err;
+  EXPECT_EQ(c.qpn, 5u);
+  EXPECT_EQ(c.planes.size(), 4u);
+  for (std::size_t cut = 0; cut < body.size(); ++cut) {
+    EXPECT_FALSE(decode_conn_info_body(std::span(body).first(cut), c, err)) << cut;
+    EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  }
+  auto extra = body;
+  extra.push_back(0);
+  EXPECT_FALSE(decode_conn_info_body(extra, c, err));
+  EXPECT_NE(err.find("trailing"), std::string::npos);
+  auto bad_psn = body;
+  bad_psn[4] = 0x01;  // PSN high byte
+  EXPECT_FALSE(decode_conn_info_body(bad_psn, c, err));
+  EXPECT_NE(err.find("24 bits"), std::string::npos);
+  auto bad_family = body;
+  bad_family[32] = 5;  // first plane's family byte
+  EXPECT_FALSE(decode_conn_info_body(bad_family, c, err));
+  EXPECT_NE(err.find("family"), std::string::npos);
+  auto no_planes = body;
+  no_planes[31] = 0;
+  EXPECT_FALSE(decode_conn_info_body(no_planes, c, err));
+  EXPECT_NE(err.find("plane count"), std::string::npos);
+  std::vector<std::uint64_t> vals;
+  const std::uint8_t short_values[] = {0, 0, 0, 2, 1, 2, 3};
+  EXPECT_FALSE(decode_values_body(short_values, vals, err));
+}
+
+}  // namespace
+}  // namespace mrc::io

@@ -1,0 +1,684 @@
+// `mrc perf`: an ib_write_bw-like benchmark over the software MRC endpoint (UDP).
+//
+//   mrc perf --server [--bind 127.0.0.1] [--local A,B,C,D]
+//   mrc perf --client 127.0.0.1 [--local A,B,C,D] [-a | -s SIZE] [-n ITERS | -D SECONDS] [-q QPS] [--imm]
+//
+// The client connects to the server over TCP (out of band), both exchange QPN / PSN / rkey / VA /
+// plane addresses per QP, then the client runs RDMA WRITE (or WRITE_WITH_IMM) bandwidth tests,
+// a WRITE_IMM ping-pong for latency, and finally asks the server for a CRC-32 of every region it
+// wrote and compares it with its own.
+#include <poll.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/rng.hpp"
+#include "engine/ev_sets.hpp"
+#include "engine/qp.hpp"
+#include "io/impair.hpp"
+#include "io/metrics.hpp"
+#include "io/oob.hpp"
+#include "io/pcap.hpp"
+#include "io/udp_endpoint.hpp"
+#include "wire/packet.hpp"
+
+namespace mrc::tools {
+namespace {
+
+constexpr std::uint64_t kHello = 0x4D52435045524631ull;  // "MRCPERF1"
+constexpr std::uint64_t kVerify = 0x5645524946590000ull;
+constexpr std::uint32_t kPingBit = 0x80000000u;
+constexpr std::uint32_t kPongBit = 0x40000000u;
+constexpr std::uint32_t kRecvsPerQp = 512;
+constexpr Duration kOobTimeout = 30'000'000'000ull;
+constexpr Duration kStallLimit = 10'000'000'000ull;  // no completion for this long = give up
+constexpr std::uint32_t kMaxQps = 256;
+
+struct PerfOptions {
+  bool server = false;
+  std::string client_host;
+  std::string bind = "0.0.0.0";
+  std::uint16_t oob_port = io::kOobDefaultPort;
+  std::vector<std::string> local, remote;
+  bool all_sizes = false;
+  std::uint64_t size = 65536;
+  std::uint64_t iters = 1000;
+  double duration = 0;
+  std::uint32_t qps = 1;
+  bool imm = false;
+  std::uint32_t tx_depth = 64;
+  std::uint32_t lat_iters = 1000;
+  std::uint32_t lat_size = 8;
+  std::uint32_t pmtu = 4096;
+  std::string cc = "none";
+  double rate_gbps = 10;  ///< per plane, for NSCC
+  std::uint32_t evs_per_plane = 8;
+  std::uint32_t backup_per_plane = 2;
+  std::uint8_t timeout = 15;  ///< 33.5 ms: loopback queues under a full window reach several ms
+  std::string ev_mode = "udp";
+  std::string impair;
+  std::string impair_file;
+  std::string pcap;
+  bool progress_thread = false;
+  bool json = false;
+  bool metrics = false;
+  std::uint64_t seed = 1;
+};
+
+PerfOptions g_opt;
+
+double cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+bool parse_addrs(const std::vector<std::string>& in, std::vector<io::IpAddr>& out, std::string& err) {
+  out.clear();
+  for (const std::string& s : in) {
+    io::IpAddr a;
+    if (!io::IpAddr::parse(s, a)) {
+      err = "not an IP address: '" + s + "'";
+      return false;
+    }
+    out.push_back(a);
+  }
+  return true;
+}
+
+std::vector<std::string> default_planes(int host) {
+  std::vector<std::string> v;
+  for (int i = 1; i <= 4; ++i) v.push_back("127.0." + std::to_string(i) + "." + std::to_string(host));
+  return v;
+}
+
+/// Session state shared by both roles.
+struct Session {
+  std::unique_ptr<io::UdpEndpoint> ep;
+  std::unique_ptr<io::PcapWriter> pcap;
+  std::vector<std::uint8_t> buf;  ///< qps x region
+  std::uint64_t region = 0;
+  const engine::MemoryRegion* mr = nullptr;
+  std::vector<std::uint32_t> qpns;
+  std::vector<io::ConnInfo> remote;
+  std::uint32_t peer = 0;
+
+  std::size_t qp_index(std::uint32_t qpn) const {
+    return static_cast<std::size_t>(std::find(qpns.begin(), qpns.end(), qpn) - qpns.begin());
+  }
+  std::uint8_t* region_of(std::size_t q) { return buf.data() + q * region; }
+  engine::SendWr write_wr(std::size_t q, std::uint64_t wr_id, std::uint64_t off, std::uint32_t len, bool imm,
+                          std::uint32_t imm_data) const {
+    engine::SendWr w;
+    w.wr_id = wr_id;
+    w.with_imm = imm;
+    w.imm = imm_data;
+    w.local_addr = reinterpret_cast<std::uintptr_t>(buf.data() + q * region + off);
+    w.length = len;
+    w.lkey = mr->lkey;
+    w.remote_addr = remote[q].va + off;
+    w.rkey = remote[q].rkey;
+    return w;
+  }
+  void progress() { ep->progress(0); }
+};
+
+struct Params {  // what the client tells the server
+  std::uint32_t qps = 1;
+  std::uint64_t region = 0;
+  std::uint32_t pmtu = 4096;
+  std::uint32_t cc = 0;
+  std::uint32_t evs_per_plane = 8, backup_per_plane = 2;
+  std::uint32_t timeout = 12;
+  std::uint32_t ev_mode = 0;
+  std::uint32_t planes = 4;
+  std::vector<std::uint64_t> encode() const {
+    return {kHello, qps, region, pmtu, cc, evs_per_plane, backup_per_plane, timeout, ev_mode, planes};
+  }
+  bool decode(const std::vector<std::uint64_t>& v, std::string& err) {
+    if (v.size() != 10 || v[0] != kHello) {
+      err = "client parameters: not an mrc perf hello";
+      return false;
+    }
+    qps = static_cast<std::uint32_t>(v[1]);
+    region = v[2];
+    pmtu = static_cast<std::uint32_t>(v[3]);
+    cc = static_cast<std::uint32_t>(v[4]);
+    evs_per_plane = static_cast<std::uint32_t>(v[5]);
+    backup_per_plane = static_cast<std::uint32_t>(v[6]);
+    timeout = static_cast<std::uint32_t>(v[7]);
+    ev_mode = static_cast<std::uint32_t>(v[8]);
+    planes = static_cast<std::uint32_t>(v[9]);
+    if (qps == 0 || qps > kMaxQps || region == 0 || region > (1ull << 30) || pmtu < 256 || pmtu > 4096 ||
+        evs_per_plane == 0 || evs_per_plane > 256 || backup_per_plane > 256 || timeout > 24 || ev_mode > 1 ||
+        planes == 0 || planes > engine::kMaxPorts) {
+      err = "client parameters out of range";
+      return false;
+    }
+    return true;
+  }
+};
+
+bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std::vector<io::IpAddr>& local,
+                  std::string& err) {
+  io::UdpConfig uc;
+  uc.planes = local;
+  uc.ev_mode = prm.ev_mode == 1 ? io::EvMode::kStev : io::EvMode::kUdp;
+  uc.engine.seed = o.seed * 2 + (o.server ? 1 : 2);
+  uc.max_packet = prm.pmtu + 256;
+  if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, uc.impair, err)) return false;
+  if (!o.impair.empty() && !io::parse_impair(o.impair, uc.impair, err)) return false;
+  s.ep = io::UdpEndpoint::create(uc, err);
+  if (!s.ep) return false;
+  if (!o.pcap.empty()) {
+    s.pcap = std::make_unique<io::PcapWriter>();
+    if (!s.pcap->open(o.pcap)) {
+      err = "pcap: " + s.pcap->error();
+      return false;
+    }
+    s.ep->set_pcap(s.pcap.get());
+  }
+  s.region = prm.region;
+  s.buf.assign(prm.qps * prm.region, 0);
+  s.mr = s.ep->engine().memory().register_region(s.buf.data(), s.buf.size(), engine::access::kAll);
+  if (s.mr == nullptr) {
+    err = "memory registration failed";
+    return false;
+  }
+  for (std::uint32_t q = 0; q < prm.qps; ++q) {
+    engine::QpConfig c;
+    c.pmtu = prm.pmtu;
+    c.timeout = static_cast<std::uint8_t>(prm.timeout);
+    c.evs = engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane);
+    c.active_count = prm.planes * prm.evs_per_plane;
+    c.seed = o.seed * 1000 + q;
+    c.cc.algorithm = prm.cc == 1 ? cc::Algorithm::kNscc : cc::Algorithm::kNone;
+    if (prm.cc == 1)
+      c.cc.nscc = cc::NsccConfig::derive(static_cast<std::uint64_t>(o.rate_gbps * 1e9 * prm.planes), 20'000,
+                                         prm.pmtu + 64, false);
+    int e = 0;
+    const std::uint32_t qpn = s.ep->engine().create_qp(c, &e);
+    if (qpn == 0) {
+      err = "create_qp failed: " + std::string(std::strerror(e));
+      return false;
+    }
+    s.qpns.push_back(qpn);
+  }
+  return true;
+}
+
+io::ConnInfo local_info(const Session& s, std::size_t q, const std::vector<io::IpAddr>& local) {
+  io::ConnInfo c;
+  c.qpn = s.qpns[q];
+  c.psn = io::random_psn();
+  c.rkey = s.mr->rkey;
+  c.va = reinterpret_cast<std::uintptr_t>(s.buf.data() + q * s.region);
+  c.length = s.region;
+  c.planes = local;
+  return c;
+}
+
+bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::vector<io::ConnInfo>& theirs,
+                 const std::vector<io::IpAddr>& remote_override, std::string& err) {
+  const std::vector<io::IpAddr>& peer_addrs = remote_override.empty() ? theirs[0].planes : remote_override;
+  s.peer = s.ep->add_peer(peer_addrs);
+  if (s.peer == 0) {
+    err = "peer plane addresses do not match the local planes (count or family)";
+    return false;
+  }
+  s.remote = theirs;
+  for (std::size_t q = 0; q < s.qpns.size(); ++q) {
+    engine::QpRemote r;
+    r.peer = s.peer;
+    r.qpn = theirs[q].qpn;
+    r.sq_psn = mine[q].psn;
+    r.rq_psn = theirs[q].psn;
+    r.peer_mpr_dest = theirs[q].mpr_dest;
+    r.peer_max_wimm_dest = theirs[q].max_wimm_dest;
+    const int rc = s.ep->engine().connect_qp(s.qpns[q], r, io::UdpEndpoint::now());
+    if (rc != 0) {
+      err = "connect_qp failed: " + std::string(std::strerror(rc));
+      return false;
+    }
+    for (std::uint32_t i = 0; i < kRecvsPerQp; ++i) s.ep->engine().post_recv(s.qpns[q], i);
+  }
+  return true;
+}
+
+std::uint32_t region_crc(const std::uint8_t* p, std::uint64_t len) {
+  return wire::crc32_update(0xFFFFFFFFu, {p, static_cast<std::size_t>(len)}) ^ 0xFFFFFFFFu;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Server
+
+int run_server(const PerfOptions& o) {
+  std::string err;
+  io::OobListener l;
+  if (!l.listen(o.bind, o.oob_port, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  if (!o.json) std::printf("mrc perf server: waiting on %s:%u\n", o.bind.c_str(), l.port());
+  std::fflush(stdout);
+  auto ch = l.accept(3600ull * 1'000'000'000ull, err);
+  if (!ch) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  std::vector<std::uint64_t> vals;
+  Params prm;
+  if (!ch->recv_values(vals, kOobTimeout, err) || !prm.decode(vals, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  std::vector<io::IpAddr> local, remote;
+  if (!parse_addrs(o.local.empty() ? default_planes(1) : o.local, local, err) ||
+      !parse_addrs(o.remote, remote, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  if (local.size() != prm.planes) {
+    std::fprintf(stderr, "mrc perf: client uses %u planes, server has %zu\n", prm.planes, local.size());
+    return 1;
+  }
+  Session s;
+  if (!open_session(s, o, prm, local, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  std::vector<io::ConnInfo> mine, theirs(prm.qps);
+  for (std::uint32_t q = 0; q < prm.qps; ++q) mine.push_back(local_info(s, q, local));
+  for (std::uint32_t q = 0; q < prm.qps; ++q) {
+    if (!ch->recv_conn_info(theirs[q], kOobTimeout, err) || !ch->send_conn_info(mine[q], err)) {
+      std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+      return 1;
+    }
+  }
+  if (!connect_qps(s, mine, theirs, remote, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  const std::uint64_t ready[] = {1};
+  if (!ch->send_values(ready, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  const double cpu0 = cpu_seconds();
+  if (o.progress_thread) s.ep->start();
+  std::uint64_t pongs = 0, recvs = 0;
+  for (std::uint64_t spin = 0;; ++spin) {
+    if (!o.progress_thread) s.progress();
+    engine::Completion c;
+    while (s.ep->poll_completion(c)) {
+      if (!c.is_recv) continue;
+      ++recvs;
+      s.ep->post_recv(c.qpn, c.wr_id);
+      if (c.status == engine::WcStatus::kSuccess && c.has_imm && (c.imm & kPingBit) != 0) {
+        const std::size_t q = s.qp_index(c.qpn);
+        s.ep->post_send(c.qpn, s.write_wr(q, 1ull << 40, 0, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
+        ++pongs;
+      }
+    }
+    if ((spin & 1023) != 0) continue;
+    pollfd pfd{ch->fd(), POLLIN, 0};
+    if (::poll(&pfd, 1, 0) <= 0) continue;
+    if (!ch->recv_values(vals, kOobTimeout, err)) {
+      std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+      return 1;
+    }
+    if (vals.size() != 2 || vals[0] != kVerify || vals[1] > s.region) {
+      std::fprintf(stderr, "mrc perf: unexpected control message\n");
+      return 1;
+    }
+    if (o.progress_thread) s.ep->stop();
+    std::vector<std::uint64_t> reply;
+    for (std::uint32_t q = 0; q < prm.qps; ++q) reply.push_back(region_crc(s.region_of(q), vals[1]));
+    reply.push_back(static_cast<std::uint64_t>((cpu_seconds() - cpu0) * 1e6));
+    if (!ch->send_values(reply, err)) {
+      std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+      return 1;
+    }
+    break;
+  }
+  if (o.json) {
+    nlohmann::json j;
+    j["role"] = "server";
+    j["recv_completions"] = recvs;
+    j["pongs"] = pongs;
+    j["cpu_s"] = cpu_seconds() - cpu0;
+    if (o.metrics) j["metrics"] = io::metrics_json(*s.ep);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("mrc perf server: done, %llu receive completions, %llu pongs, CPU %.2f s\n",
+                static_cast<unsigned long long>(recvs), static_cast<unsigned long long>(pongs),
+                cpu_seconds() - cpu0);
+    if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Client
+
+struct SizeResult {
+  std::uint64_t bytes = 0, iterations = 0;
+  double seconds = 0, gbps = 0, mpps = 0, pps = 0, cpu_s = 0;
+  std::uint64_t packets = 0, rtx = 0;
+};
+
+/// Sum of sent datagrams over planes.
+std::uint64_t tx_packets(const io::UdpEndpoint& ep) {
+  std::uint64_t n = 0;
+  for (const auto& c : ep.plane_counters()) n += c.tx_packets;
+  return n;
+}
+
+std::uint64_t rtx_total(const Session& s) {
+  std::uint64_t n = 0;
+  for (const std::uint32_t qpn : s.qpns) n += s.ep->engine().qp(qpn)->counters().tx_rtx;
+  return n;
+}
+
+bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, SizeResult& r, std::uint64_t& covered,
+            std::string& err) {
+  const std::size_t nq = s.qpns.size();
+  const std::uint64_t slots = std::max<std::uint64_t>(1, s.region / size);
+  const bool timed = o.duration > 0;
+  const std::uint64_t per_qp = timed ? UINT64_MAX : o.iters;
+  std::vector<std::uint64_t> posted(nq, 0), done(nq, 0);
+  const double cpu0 = cpu_seconds();
+  const std::uint64_t pk0 = tx_packets(*s.ep), rtx0 = rtx_total(s);
+  const Time t0 = io::UdpEndpoint::now();
+  const Time stop_at = timed ? t0 + static_cast<Time>(o.duration * 1e9) : kNever;
+  Time last_progress = t0;
+  bool posting = true;
+  for (;;) {
+    const Time t = io::UdpEndpoint::now();
+    if (t >= stop_at) posting = false;
+    bool outstanding = false;
+    for (std::size_t q = 0; q < nq; ++q) {
+      while (posting && posted[q] < per_qp && posted[q] - done[q] < o.tx_depth) {
+        const std::uint64_t off = (posted[q] % slots) * size;
+        const engine::SendWr w = s.write_wr(q, posted[q], off, static_cast<std::uint32_t>(size), o.imm,
+                                            static_cast<std::uint32_t>(posted[q] & 0xFFFFFF));
+        if (s.ep->post_send(s.qpns[q], w) != 0) break;
+        ++posted[q];
+      }
+      outstanding |= done[q] < posted[q] || (posting && posted[q] < per_qp);
+    }
+    if (!outstanding) break;
+    s.progress();
+    engine::Completion c;
+    while (s.ep->poll_completion(c)) {
+      if (c.is_recv) {
+        s.ep->post_recv(c.qpn, c.wr_id);
+        continue;
+      }
+      if (c.status != engine::WcStatus::kSuccess) {
+        err = std::string("send completion error: ") + engine::to_string(c.status);
+        return false;
+      }
+      ++done[s.qp_index(c.qpn)];
+      last_progress = t;
+    }
+    if (t - last_progress > kStallLimit) {
+      err = "no completion for 10 s (is the server reachable on every plane?)";
+      return false;
+    }
+  }
+  const Time t1 = io::UdpEndpoint::now();
+  r.bytes = size;
+  r.iterations = 0;
+  for (std::size_t q = 0; q < nq; ++q) r.iterations += done[q];
+  r.seconds = static_cast<double>(t1 - t0) * 1e-9;
+  r.gbps = static_cast<double>(r.iterations * size) * 8 / r.seconds * 1e-9;
+  r.mpps = static_cast<double>(r.iterations) / r.seconds * 1e-6;
+  r.packets = tx_packets(*s.ep) - pk0;
+  r.pps = static_cast<double>(r.packets) / r.seconds;
+  r.cpu_s = cpu_seconds() - cpu0;
+  r.rtx = rtx_total(s) - rtx0;
+  std::uint64_t max_posted = 0;
+  for (std::size_t q = 0; q < nq; ++q) max_posted = std::max(max_posted, posted[q]);
+  covered = std::max(covered, std::min(max_posted, slots) * size);
+  return true;
+}
+
+bool run_latency(Session& s, const PerfOptions& o, std::vector<double>& rtt_us, std::string& err) {
+  for (std::uint32_t i = 0; i < o.lat_iters; ++i) {
+    const std::uint32_t tag = i & 0xFFFFFF;
+    const Time t0 = io::UdpEndpoint::now();
+    if (s.ep->post_send(s.qpns[0], s.write_wr(0, 1ull << 41, 0, o.lat_size, true, kPingBit | tag)) != 0) {
+      err = "latency: post_send refused";
+      return false;
+    }
+    bool got = false;
+    while (!got) {
+      s.progress();
+      engine::Completion c;
+      while (s.ep->poll_completion(c)) {
+        if (c.status != engine::WcStatus::kSuccess) {
+          err = std::string("latency: completion error: ") + engine::to_string(c.status);
+          return false;
+        }
+        if (!c.is_recv) continue;
+        s.ep->post_recv(c.qpn, c.wr_id);
+        if (c.has_imm && c.imm == (kPongBit | tag)) got = true;
+      }
+      if (io::UdpEndpoint::now() - t0 > kStallLimit) {
+        err = "latency: no pong for 10 s";
+        return false;
+      }
+    }
+    rtt_us.push_back(static_cast<double>(io::UdpEndpoint::now() - t0) * 1e-3);
+  }
+  return true;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto idx = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) - 1;
+  return v[std::min(idx, v.size() - 1)];
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "mrc perf: %s\n", msg.c_str());
+  return 1;
+}
+
+int run_client(const PerfOptions& o) {
+  std::string err;
+  std::vector<io::IpAddr> local, remote;
+  if (!parse_addrs(o.local.empty() ? default_planes(2) : o.local, local, err) ||
+      !parse_addrs(o.remote, remote, err))
+    return fail(err);
+  std::vector<std::uint64_t> sizes;
+  if (o.all_sizes) {
+    for (std::uint64_t b = 2; b <= (8u << 20); b <<= 1) sizes.push_back(b);
+  } else {
+    sizes.push_back(o.size);
+  }
+  const std::uint64_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  if (max_size == 0 || max_size > (1u << 30)) return fail("message size must be 1 B .. 1 GiB");
+  if (o.lat_size > max_size && o.lat_iters > 0) return fail("--lat-size larger than the region");
+  Params prm;
+  prm.qps = o.qps;
+  prm.region = std::max<std::uint64_t>(max_size, 4u << 20);
+  prm.pmtu = o.pmtu;
+  prm.cc = o.cc == "nscc" ? 1 : 0;
+  prm.evs_per_plane = o.evs_per_plane;
+  prm.backup_per_plane = o.backup_per_plane;
+  prm.timeout = o.timeout;
+  prm.ev_mode = o.ev_mode == "stev" ? 1 : 0;
+  prm.planes = static_cast<std::uint32_t>(local.size());
+  if (!prm.decode(prm.encode(), err)) return fail(err);
+
+  auto ch = io::OobChannel::connect(o.client_host, o.oob_port, kOobTimeout, err);
+  if (!ch) return fail(err);
+  const std::vector<std::uint64_t> hello = prm.encode();
+  if (!ch->send_values(hello, err)) return fail(err);
+  Session s;
+  if (!open_session(s, o, prm, local, err)) return fail(err);
+  Rng rng(o.seed);
+  for (auto& b : s.buf) b = static_cast<std::uint8_t>(rng.next());
+  std::vector<io::ConnInfo> mine, theirs(prm.qps);
+  for (std::uint32_t q = 0; q < prm.qps; ++q) mine.push_back(local_info(s, q, local));
+  for (std::uint32_t q = 0; q < prm.qps; ++q)
+    if (!ch->send_conn_info(mine[q], err) || !ch->recv_conn_info(theirs[q], kOobTimeout, err))
+      return fail(err);
+  for (const auto& t : theirs)
+    if (t.length < prm.region) return fail("server region smaller than requested");
+  if (!connect_qps(s, mine, theirs, remote, err)) return fail(err);
+  std::vector<std::uint64_t> vals;
+  if (!ch->recv_values(vals, kOobTimeout, err)) return fail(err);
+
+  if (!o.json) {
+    std::printf(
+        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s%s\n", o.qps, local.size(),
+        o.imm ? "WRITE_IMM" : "WRITE", o.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
+        s.ep->config().impair.enabled() ? (", impair " + io::to_string(s.ep->config().impair)).c_str() : "");
+    std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
+                "MsgRate[Mpps]", "Pkt/s", "CPU[s]", "rtx");
+  }
+  std::vector<SizeResult> results;
+  std::uint64_t covered = 0;
+  for (const std::uint64_t size : sizes) {
+    SizeResult r;
+    if (!run_bw(s, o, size, r, covered, err)) return fail(err);
+    results.push_back(r);
+    if (!o.json) {
+      std::printf("%-12llu %-12llu %-12.3f %-14.6f %-12.0f %-10.3f %-8llu\n",
+                  static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.iterations),
+                  r.gbps, r.mpps, r.pps, r.cpu_s, static_cast<unsigned long long>(r.rtx));
+      std::fflush(stdout);
+    }
+  }
+  std::vector<double> rtt;
+  if (o.lat_iters > 0 && !run_latency(s, o, rtt, err)) return fail(err);
+  // Verification: what the server holds must equal what we sent.
+  const std::uint64_t check = std::max<std::uint64_t>(covered, o.lat_iters > 0 ? o.lat_size : 0);
+  const std::uint64_t req[] = {kVerify, check};
+  if (!ch->send_values(req, err) || !ch->recv_values(vals, kOobTimeout, err)) return fail(err);
+  if (vals.size() != prm.qps + 1) return fail("bad verification reply");
+  bool verified = true;
+  for (std::uint32_t q = 0; q < prm.qps; ++q) verified &= vals[q] == region_crc(s.region_of(q), check);
+  const double server_cpu = static_cast<double>(vals[prm.qps]) * 1e-6;
+  const double p50 = percentile(rtt, 50), p99 = percentile(rtt, 99);
+  if (o.json) {
+    nlohmann::json j;
+    j["role"] = "client";
+    j["qps"] = o.qps;
+    j["planes"] = local.size();
+    j["op"] = o.imm ? "WRITE_IMM" : "WRITE";
+    j["pmtu"] = o.pmtu;
+    j["cc"] = o.cc;
+    j["impair"] = io::to_string(s.ep->config().impair);
+    nlohmann::json rs = nlohmann::json::array();
+    for (const auto& r : results)
+      rs.push_back({{"bytes", r.bytes},
+                    {"iterations", r.iterations},
+                    {"seconds", r.seconds},
+                    {"bw_gbps", r.gbps},
+                    {"msg_rate_mpps", r.mpps},
+                    {"packets", r.packets},
+                    {"packets_per_s", r.pps},
+                    {"cpu_s", r.cpu_s},
+                    {"retransmissions", r.rtx}});
+    j["results"] = rs;
+    j["latency"] = {{"iterations", rtt.size()}, {"size", o.lat_size}, {"p50_us", p50}, {"p99_us", p99}};
+    j["verified"] = verified;
+    j["verified_bytes_per_qp"] = check;
+    j["server_cpu_s"] = server_cpu;
+    if (o.metrics) j["metrics"] = io::metrics_json(*s.ep);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    if (!rtt.empty())
+      std::printf("latency (WRITE_IMM ping-pong, %u B, %zu round trips): p50 %.1f us  p99 %.1f us\n",
+                  o.lat_size, rtt.size(), p50, p99);
+    std::printf("server CPU %.3f s; data %s (%llu bytes per QP, CRC-32)\n", server_cpu,
+                verified ? "verified" : "MISMATCH", static_cast<unsigned long long>(check));
+    if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
+  }
+  if (s.pcap) s.pcap->close();
+  return verified ? 0 : 2;
+}
+
+}  // namespace
+
+CLI::App* add_perf_command(CLI::App& app) {
+  PerfOptions& o = g_opt;
+  CLI::App* c = app.add_subcommand("perf", "ib_write_bw-like benchmark over the UDP MRC endpoint");
+  c->footer(
+      "Start `mrc perf --server` on one host and `mrc perf --client HOST` on the other (or both on one\n"
+      "host: the default planes are 127.0.{1..4}.1 for the server and 127.0.{1..4}.2 for the client).\n"
+      "Exit status: 0 when every transfer completed and the server's data matched, 2 on a mismatch,\n"
+      "1 on errors.");
+  auto* role = c->add_option_group("role");
+  role->add_flag("--server", o.server, "Run the server side (waits for one client)");
+  role->add_option("--client", o.client_host, "Run the client side against this server (OOB host)");
+  role->require_option(1);
+  c->add_option("--bind", o.bind, "Server: address of the TCP out-of-band listener")->capture_default_str();
+  c->add_option("-p,--port", o.oob_port, "TCP out-of-band port")->capture_default_str();
+  c->add_option("--local", o.local, "Local plane addresses, one per plane (comma separated)")->delimiter(',');
+  c->add_option("--remote", o.remote, "Peer plane addresses (default: what the peer announces)")
+      ->delimiter(',');
+  c->add_flag("-a,--all", o.all_sizes, "Sweep message sizes 2 B .. 8 MiB");
+  c->add_option("-s,--size", o.size, "Message size (suffixes KiB, MiB)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  c->add_option("-n,--iters", o.iters, "Messages per QP and size")->capture_default_str();
+  c->add_option("-D,--duration", o.duration, "Seconds per size instead of a message count");
+  c->add_option("-q,--qps", o.qps, "Number of QPs")->check(CLI::Range(1u, kMaxQps))->capture_default_str();
+  c->add_flag("--imm", o.imm, "Use RDMA WRITE_WITH_IMM for the bandwidth test");
+  c->add_option("-t,--tx-depth", o.tx_depth, "Outstanding work requests per QP")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  c->add_option("--lat-iters", o.lat_iters, "WRITE_IMM ping-pong round trips (0 = skip)")
+      ->capture_default_str();
+  c->add_option("--lat-size", o.lat_size, "Ping-pong message size")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  c->add_option("-m,--mtu", o.pmtu, "Payload bytes per packet")
+      ->check(CLI::Range(256u, 4096u))
+      ->capture_default_str();
+  c->add_option("--cc", o.cc, "Congestion control")
+      ->check(CLI::IsMember({"none", "nscc"}))
+      ->capture_default_str();
+  c->add_option("--rate", o.rate_gbps, "Per-plane rate for NSCC, Gb/s")->capture_default_str();
+  c->add_option("--evs", o.evs_per_plane, "Active EVs per plane")->capture_default_str();
+  c->add_option("--backup-evs", o.backup_per_plane, "Backup EVs per plane")->capture_default_str();
+  c->add_option("--timeout", o.timeout, "QP timeout exponent (RTO = 1.024 us * 2^t)")->capture_default_str();
+  c->add_option("--ev-mode", o.ev_mode, "EV placement: udp (source port) or stev (IPv6 flow label)")
+      ->check(CLI::IsMember({"udp", "stev"}))
+      ->capture_default_str();
+  c->add_option("--impair", o.impair,
+                "Receive impairment, e.g. drop=1%,reorder=2%,dup=1%,trim=1%,delay=20us");
+  c->add_option("--impair-file", o.impair_file, "Receive impairment from a key=value file");
+  c->add_option("--pcap", o.pcap, "Write every sent and received packet of this side to a pcap file");
+  c->add_flag("--progress-thread", o.progress_thread, "Server: drive the endpoint from a progress thread");
+  c->add_flag("--metrics", o.metrics, "Print the endpoint's counters at the end (Prometheus text or JSON)");
+  c->add_flag("--json", o.json, "Print the report as JSON");
+  c->add_option("--seed", o.seed, "Seed of the data pattern and the endpoints")->capture_default_str();
+  return c;
+}
+
+int run_perf() {
+  // Reject a bad impairment before any connection is made.
+  io::ImpairConfig imp;
+  std::string err;
+  if (!g_opt.impair_file.empty() && !io::load_impair_file(g_opt.impair_file, imp, err)) return fail(err);
+  if (!g_opt.impair.empty() && !io::parse_impair(g_opt.impair, imp, err)) return fail(err);
+  return g_opt.server ? run_server(g_opt) : run_client(g_opt);
+}
+
+}  // namespace mrc::tools
