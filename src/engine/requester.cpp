@@ -91,9 +91,12 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   p.bth.rtx = rtx;
   const std::uint32_t in_flight_after = static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_));
   const bool nothing_more = rtx_pending_ <= (rtx ? 1u : 0u) && sq_unsent_ == 0;
-  // Ask for an immediate SACK at message ends, when the window is about to close, when CC wants
-  // feedback and on the last packet we have to send.
-  p.bth.ack_req = last || rtx || nothing_more || cc_.ack_request() || in_flight_after + 1 >= window_psns();
+  // Ask for an immediate SACK at message ends, on retransmissions, on the last packet we have to
+  // send, and when this packet closes the MPR or congestion window (judged after charging it: a
+  // window of a few packets that never asks would wait for the 16 KiB coalescing threshold).
+  cc_.on_send(r.len + kPktOverhead);
+  p.bth.ack_req = last || rtx || nothing_more || cc_.ack_request() ||
+                  !cc_.can_send(cfg_.pmtu + kPktOverhead) || in_flight_after + 1 >= window_psns();
   p.meth.msn = w.msn;
   p.meth.rqmsn = w.rqmsn;
   p.reth.va = w.wr.remote_addr + r.offset;
@@ -128,7 +131,6 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   if (r.tx_count < 255) ++r.tx_count;
   const bool was_idle = list_head_ == kNil;
   list_push(ring_idx(psn));
-  cc_.on_send(r.len + kPktOverhead);
   if (was_idle) {
     last_progress_ = now;
     tail_probe_at_ = now + tail_probe_delay();
