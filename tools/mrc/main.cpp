@@ -10,6 +10,9 @@ int run_perf();
 // `mrc sim` (sim.cpp): packet-level fabric scenarios.
 CLI::App* add_sim_command(CLI::App& app);
 int run_sim();
+// `mrc testbed` (testbed.cpp): the netns fabric script.
+CLI::App* add_testbed_command(CLI::App& app);
+int run_testbed();
 }  // namespace mrc::tools
 
 int main(int argc, char** argv) {
@@ -20,10 +23,12 @@ int main(int argc, char** argv) {
   CLI::App* demo = mrc::tools::add_demo_command(app, demo_opt);
   CLI::App* perf = mrc::tools::add_perf_command(app);
   CLI::App* sim = mrc::tools::add_sim_command(app);
+  CLI::App* testbed = mrc::tools::add_testbed_command(app);
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return mrc::tools::run_demo(demo_opt);
   if (perf->parsed()) return mrc::tools::run_perf();
   if (sim->parsed()) return mrc::tools::run_sim();
+  if (testbed->parsed()) return mrc::tools::run_testbed();
   return 0;
 }
