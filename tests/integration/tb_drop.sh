@@ -21,7 +21,9 @@ got2 = r["by_dst"].get("10.2.2.1", 0); got1 = r["by_dst"].get("10.1.2.1", 0)
 rate = 100.0 * (n - got2) / n
 print(f"plane 2: sent {n}, received {got2}, measured drop {rate:.2f}% (asked 10%); nft seen {seen} dropped {drop}; "
       f"plane 1: sent {c}, received {got1}")
-ok = 7.0 <= rate <= 13.0 and got1 == c and drop == n - got2 and seen >= n
+# The rule also sees the odd non-test packet (IPv6 ND/MLD on the link): every test packet the
+# receiver missed was dropped by the rule, and any extra drop is one of those extra packets.
+ok = 7.0 <= rate <= 13.0 and got1 == c and seen >= n and 0 <= drop - (n - got2) <= seen - n
 sys.exit(0 if ok else 1)
 PYEOF
 "$TB" fault clear p2l2 h2
