@@ -50,21 +50,26 @@ std::vector<std::uint32_t> Endpoint::qpns() const {
   return v;
 }
 
+bool Endpoint::valid_qp_config(const QpConfig& cfg) const {
+  if (cfg.pmtu < 256 || cfg.pmtu > 4096 || (cfg.pmtu & (cfg.pmtu - 1)) != 0) return false;
+  if (cfg.mpr == 0 || cfg.mpr_dest == 0 || cfg.max_wimm == 0 || cfg.max_wimm_dest == 0) return false;
+  if (cfg.timeout > 24 || cfg.retry_linear > 7 || cfg.retry_exp > 25) return false;
+  if (cfg.sq_depth == 0 || cfg.rq_depth == 0 || cfg.sq_depth > (1u << 20) || cfg.rq_depth > (1u << 20))
+    return false;
+  if (cfg.evs.empty() || cfg.evs.size() >= 0xFFFF || cfg.active_count > cfg.evs.size() ||
+      cfg.ev_min_active > cfg.evs.size())
+    return false;
+  for (const Ev& e : cfg.evs)
+    if (e.port >= cfg_.num_ports) return false;
+  return true;
+}
+
 std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   auto fail = [&](int e) {
     if (err) *err = e;
     return 0u;
   };
-  if (cfg.pmtu < 256 || cfg.pmtu > 4096 || (cfg.pmtu & (cfg.pmtu - 1)) != 0) return fail(EINVAL);
-  if (cfg.mpr == 0 || cfg.mpr_dest == 0 || cfg.max_wimm == 0 || cfg.max_wimm_dest == 0) return fail(EINVAL);
-  if (cfg.timeout > 24 || cfg.retry_linear > 7 || cfg.retry_exp > 25) return fail(EINVAL);
-  if (cfg.sq_depth == 0 || cfg.rq_depth == 0 || cfg.sq_depth > (1u << 20) || cfg.rq_depth > (1u << 20))
-    return fail(EINVAL);
-  if (cfg.evs.empty() || cfg.evs.size() >= 0xFFFF || cfg.active_count > cfg.evs.size() ||
-      cfg.ev_min_active > cfg.evs.size())
-    return fail(EINVAL);
-  for (const Ev& e : cfg.evs)
-    if (e.port >= cfg_.num_ports) return fail(EINVAL);
+  if (!valid_qp_config(cfg)) return fail(EINVAL);
   if (qps_.size() + kFirstQpn > kPsnMask) return fail(ENOMEM);
   const auto qpn = static_cast<std::uint32_t>(kFirstQpn + qps_.size());
   qps_.push_back(std::make_unique<Qp>(*this, qpn, cfg));
@@ -81,6 +86,16 @@ int Endpoint::destroy_qp(std::uint32_t qpn) {
   return 0;
 }
 
+int Endpoint::reconfigure_qp(std::uint32_t qpn, const QpConfig& cfg) {
+  Qp* q = qp(qpn);
+  if (q == nullptr || !valid_qp_config(cfg)) return EINVAL;
+  if (q->state() != QpState::kReset) return q->reconfigure(cfg);
+  tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), q), tx_ready_.end());
+  in_ready_[qpn - kFirstQpn] = 0;
+  qps_[qpn - kFirstQpn] = std::make_unique<Qp>(*this, qpn, cfg);
+  return 0;
+}
+
 int Endpoint::modify_to_init(std::uint32_t qpn) {
   Qp* q = qp(qpn);
   return q ? q->to_init() : EINVAL;
@@ -91,12 +106,18 @@ int Endpoint::modify_to_rtr(std::uint32_t qpn, const QpRemote& remote, Time now)
   if (q == nullptr) return EINVAL;
   const int rc = q->to_rtr(remote, now);
   if (rc == 0) q->set_peer_ports(q->peer_port_mask(), now);
+  if (rc == 0 && remote.auth.on) any_auth_ = true;
   return rc;
 }
 
 int Endpoint::modify_to_rts(std::uint32_t qpn, Time now) {
   Qp* q = qp(qpn);
   return q ? q->to_rts(now) : EINVAL;
+}
+
+int Endpoint::modify_to_rts(std::uint32_t qpn, std::uint32_t sq_psn, Time now) {
+  Qp* q = qp(qpn);
+  return q ? q->to_rts(sq_psn, now) : EINVAL;
 }
 
 int Endpoint::modify_to_error(std::uint32_t qpn, Time now) {
@@ -160,6 +181,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   wire::DecodeOptions opt;
   opt.trimmed = meta.trimmed || meta.trimmed_lasthop;
   opt.verify_icrc = cfg_.icrc && !opt.trimmed;
+  if (any_auth_ && !authenticate(pkt, opt)) return;
   if (wire::decode(pkt, p, opt) != wire::Error::kOk) {
     ++counters_.rx_bad_packet;
     return;
@@ -183,6 +205,22 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
     return;
   }
   q->on_packet(p, meta, now);
+}
+
+bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, wire::DecodeOptions& opt) {
+  if (pkt.size() < 8) return true;  // no BTH: decode refuses it
+  const Qp* q = qp((std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7]);
+  if (q == nullptr || !q->remote().auth.on) return true;
+  // A trimmed packet lost its tag with its payload, so it cannot be told from a forgery: dropped,
+  // the sender recovers it as a loss.
+  if (opt.trimmed || !mac_valid(q->remote().auth.rx, pkt)) {
+    ++counters_.rx_auth_failed;
+    return false;
+  }
+  // Decode the rest as if the first tag bytes were the ICRC field, which is then not checked.
+  pkt = pkt.first(pkt.size() - kMacSize + wire::kIcrcSize);
+  opt.verify_icrc = false;
+  return true;
 }
 
 bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {

@@ -18,6 +18,7 @@
 
 #include "cc/cc.hpp"
 #include "common/rng.hpp"
+#include "engine/auth.hpp"
 #include "engine/memory.hpp"
 #include "engine/types.hpp"
 #include "wire/packet.hpp"
@@ -74,6 +75,7 @@ struct QpRemote {
   std::uint32_t rq_psn = 0;  ///< first PSN we expect from the peer
   std::uint8_t peer_mpr_dest = 8;
   std::uint16_t peer_max_wimm_dest = 128;
+  QpAuth auth{};  ///< opt-in MAC in place of the ICRC (engine/auth.hpp); off costs nothing
 };
 
 enum class QpState : std::uint8_t { kReset, kInit, kRtr, kRts, kError };
@@ -98,7 +100,7 @@ struct TxPacket {
   std::uint16_t header_len = 0;
   const std::uint8_t* payload = nullptr;
   std::uint32_t payload_len = 0;
-  std::uint8_t trailer[8];
+  std::uint8_t trailer[3 + kMacSize];  ///< pad (0..3) + ICRC (4) or MAC tag (kMacSize)
   std::uint8_t trailer_len = 0;
   std::uint8_t port = 0;
   Ev ev;
@@ -136,6 +138,7 @@ struct EndpointCounters {
   std::uint64_t rx_wrong_peer = 0;
   std::uint64_t rx_bad_pkey = 0;
   std::uint64_t tx_encode_errors = 0;
+  std::uint64_t rx_auth_failed = 0;  ///< dropped: missing or wrong MAC on an authenticated QP
 };
 
 class Endpoint {
@@ -152,12 +155,18 @@ class Endpoint {
   /// Creates a QP in RESET state; returns its QPN (never 0..2), or 0 with errno-like `*err`.
   std::uint32_t create_qp(const QpConfig& cfg, int* err = nullptr);
   int destroy_qp(std::uint32_t qpn);
+  /// The C API hands a QP's MRC attributes over per transition (INIT: EV/CC profiles, RTR: the
+  /// responder's, RTS: the requester's). In RESET the QP is rebuilt from `cfg`; in INIT / RTR it
+  /// takes only the attributes it has not consumed yet (Qp::reconfigure). 0 or EINVAL.
+  int reconfigure_qp(std::uint32_t qpn, const QpConfig& cfg);
   /// RESET -> INIT -> RTR -> RTS in one step for drivers that exchanged QpRemote out of band.
   int connect_qp(std::uint32_t qpn, const QpRemote& remote, Time now);
   /// Individual transitions for the C API state machine.
   int modify_to_init(std::uint32_t qpn);
   int modify_to_rtr(std::uint32_t qpn, const QpRemote& remote, Time now);
   int modify_to_rts(std::uint32_t qpn, Time now);
+  /// Same, with the first send PSN given now (the C API learns SQ_PSN at RTS, not at RTR).
+  int modify_to_rts(std::uint32_t qpn, std::uint32_t sq_psn, Time now);
   int modify_to_error(std::uint32_t qpn, Time now);
   QpState qp_state(std::uint32_t qpn) const;
   Qp* qp(std::uint32_t qpn);
@@ -197,6 +206,10 @@ class Endpoint {
 
  private:
   struct EpTx;  // queued endpoint control packets
+  bool valid_qp_config(const QpConfig& cfg) const;
+  /// Authenticated QPs: checks the MAC of a packet addressed to one and strips the tag (false:
+  /// drop it). Runs before decoding, so nothing of a forged packet reaches a QP.
+  bool authenticate(std::span<const std::uint8_t>& pkt, wire::DecodeOptions& opt);
   void handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta, Time now);
   bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
 
@@ -220,6 +233,7 @@ class Endpoint {
   std::vector<PendingProbe> probes_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> peer_ports_;  ///< last port mask per peer
   EndpointCounters counters_;
+  bool any_auth_ = false;  ///< some QP was connected with QpAuth::on (receive() checks MACs)
 };
 
 }  // namespace mrc::engine

@@ -67,9 +67,32 @@ int Qp::to_rts(Time now) {
   return 0;
 }
 
+int Qp::to_rts(std::uint32_t sq_psn, Time now) {
+  if (state_ != QpState::kRtr || sq_psn > kPsnMask) return EINVAL;
+  remote_.sq_psn = sq_psn;
+  return to_rts(now);
+}
+
 void Qp::to_error(Time now) {
   if (state_ == QpState::kError) return;
   fail_all(WcStatus::kFlushed, kNil, now);
+}
+
+int Qp::reconfigure(const QpConfig& cfg) {
+  if (state_ != QpState::kInit && state_ != QpState::kRtr) return EINVAL;
+  if (state_ == QpState::kInit) {
+    cfg_.pmtu = cfg.pmtu;
+    cfg_.mpr_dest = cfg.mpr_dest;
+    cfg_.max_wimm_dest = cfg.max_wimm_dest;
+    cfg_.trim_nack_dest_supported = cfg.trim_nack_dest_supported;
+    cfg_.pkey = cfg.pkey;
+  }
+  cfg_.mpr = cfg.mpr;
+  cfg_.max_wimm = cfg.max_wimm;
+  cfg_.timeout = cfg.timeout;
+  cfg_.retry_linear = cfg.retry_linear;
+  cfg_.retry_exp = cfg.retry_exp;
+  return 0;
 }
 
 int Qp::set_advertised_mpr(std::uint8_t units) {
@@ -107,6 +130,13 @@ void Qp::on_rtt_sample(Duration rtt) {
   const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
   rttvar_ = (3 * rttvar_ + err) / 4;
   srtt_ = (7 * srtt_ + rtt) / 8;
+}
+
+Duration Qp::probe_wait() const {
+  // A probe is unanswered after 4 base RTTs, or after twice the RTO-style bound when RTTs vary
+  // (a software endpoint's scheduling jitter is many base RTTs: without this every probe
+  // "failed" and ASSUMED_BAD EVs never came back).
+  return std::max(4 * base_rtt_, 2 * (srtt_ + 4 * rttvar_));
 }
 
 Duration Qp::reorder_window() const {
@@ -152,17 +182,21 @@ void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
 void Qp::set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now) {
   (void)cause;
   evm_.set_port_usable(port, usable, now);
-  if (!usable && state_ == QpState::kRts) {
-    // Packets in flight on that plane are gone: resend them elsewhere right away.
-    std::uint32_t idx = list_head_;
-    while (idx != kNil) {
-      const std::uint32_t next = ring_[idx].next;
-      if (ring_[idx].ev_slot != EvManager::kNone && evm_.ev(ring_[idx].ev_slot).port == port)
-        mark_lost(psn_of(idx), LossCause::kPort, now);
-      idx = next;
-    }
-  }
+  if (!usable) resend_in_flight_on(port, now);
   ep_.mark_tx_ready(this);
+}
+
+void Qp::resend_in_flight_on(std::uint8_t port, Time now) {
+  // Packets in flight on a plane that failed are gone: resend them elsewhere right away instead
+  // of waiting a reorder window for each.
+  if (state_ != QpState::kRts) return;
+  std::uint32_t idx = list_head_;
+  while (idx != kNil) {
+    const std::uint32_t next = ring_[idx].next;
+    if (ring_[idx].ev_slot != EvManager::kNone && evm_.ev(ring_[idx].ev_slot).port == port)
+      mark_lost(psn_of(idx), LossCause::kPort, now);
+    idx = next;
+  }
 }
 
 void Qp::set_peer_ports(std::uint32_t mask, Time now) {
@@ -193,7 +227,7 @@ Time Qp::next_deadline() const {
   }
   t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
-  const Duration probe_timeout = 4 * base_rtt_;
+  const Duration probe_timeout = probe_wait();
   if (live_probes_ > 0)
     for (const Probe& p : probes_)
       if (p.live) t = std::min(t, p.sent + probe_timeout);
@@ -204,7 +238,7 @@ void Qp::on_timer(Time now) {
   if (state_ != QpState::kRts) return;
   timer_seen_ = now;
   evm_.expire_skips(now);
-  const Duration probe_timeout = 4 * base_rtt_;
+  const Duration probe_timeout = probe_wait();
   for (Probe& p : probes_) {
     if (live_probes_ == 0) break;
     if (!p.live || p.sent + probe_timeout > now) continue;
@@ -297,7 +331,7 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
 }
 
 bool Qp::finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc) {
-  if (!encode_tx(out, p, ep_.config().icrc)) {
+  if (!encode_tx(out, p, ep_.config().icrc, remote_.auth.on ? &remote_.auth.tx : nullptr)) {
     ++ctr_.tx_encode_errors;
     return false;
   }

@@ -36,7 +36,12 @@ class Qp {
   int to_init();
   int to_rtr(const QpRemote& r, Time now);
   int to_rts(Time now);
+  int to_rts(std::uint32_t sq_psn, Time now);
   void to_error(Time now);
+  /// Takes the attributes of `cfg` that are read at or after the next transition: in INIT the
+  /// responder's and requester's (pmtu, mpr*, wimm*, timeout, retry, trim NACK, pkey), in RTR the
+  /// requester's (mpr, max_wimm, timeout, retry). EINVAL in any other state.
+  int reconfigure(const QpConfig& cfg);
 
   int post_send(const SendWr& wr, Time now);
   int post_recv(std::uint64_t wr_id);
@@ -99,6 +104,7 @@ class Qp {
   void mark_lost(std::uint32_t psn, LossCause cause, Time now);
   void mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent);
   void infer_plane_failure(std::uint8_t plane, Time now);
+  void resend_in_flight_on(std::uint8_t port, Time now);
   void detect_losses(Time now);
   void complete_send_wqes(Time now);
   void fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now);
@@ -110,6 +116,7 @@ class Qp {
   void on_rto(Time now);
   Duration rto() const;
   Duration reorder_window() const;
+  Duration probe_wait() const;
   Duration tail_probe_delay() const;
   void update_timing();
   void on_rtt_sample(Duration rtt);

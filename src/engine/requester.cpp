@@ -242,6 +242,7 @@ void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
       }
     if (!changed) break;
   }
+  resend_in_flight_on(plane, now);
 }
 
 void Qp::detect_losses(Time now) {

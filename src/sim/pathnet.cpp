@@ -87,6 +87,11 @@ void PathNet::kill_path(std::uint32_t plane, std::uint32_t idx, Time at) {
   p.dies_at = std::min(p.dies_at, std::max(at, now_));
 }
 
+void PathNet::kill_path_from(std::uint32_t plane, std::uint32_t idx, std::uint32_t src, Time at) {
+  kill_path(plane, idx, at);
+  path(plane, idx).dies_for_src = src;
+}
+
 void PathNet::kill_plane(std::uint32_t plane, Time at) {
   for (std::uint32_t i = 0; i < cfg_.paths_per_plane; ++i) kill_path(plane, i, at);
 }
@@ -309,7 +314,7 @@ void PathNet::enter_path(std::uint32_t idx) {
   const PathSpec& spec = paths_[p.path];
   PathStats& st = path_stats_[p.path];
   ++st.packets;
-  if (now_ >= spec.dies_at) {
+  if (spec.dead_for(p.src, now_)) {
     drop(idx, DropCause::kPathDead);
     return;
   }
@@ -359,7 +364,7 @@ void PathNet::schedule_path_exit(std::uint32_t idx) {
 
 void PathNet::on_path_exit(std::uint32_t idx) {
   Packet& p = pool_[idx];
-  if (now_ >= paths_[p.path].dies_at) {
+  if (paths_[p.path].dead_for(p.src, now_)) {
     drop(idx, DropCause::kPathDead);
     return;
   }

@@ -57,6 +57,13 @@ struct PathSpec {
   double trim = 0;  ///< data packets carrying payload only
   double ecn = 0;
   Time dies_at = kNever;  ///< from then on the path drops everything (also packets on it)
+  /// With a node id, the death is one-way: only packets sent by that node are dropped (a failed
+  /// link on the reverse path of an EV, which hashes differently from the forward one).
+  std::uint32_t dies_for_src = kAnySource;
+  static constexpr std::uint32_t kAnySource = 0xFFFFFFFFu;
+  bool dead_for(std::uint32_t src, Time now) const {
+    return now >= dies_at && (dies_for_src == kAnySource || dies_for_src == src);
+  }
 };
 
 /// The queue in front of a destination NIC port. Disabled while rate_bps == 0.
@@ -161,6 +168,8 @@ class PathNet {
   LastHopSpec& last_hop(std::uint32_t node, std::uint32_t plane) { return lasthop_at(node, plane).spec; }
   /// The path drops everything from `at` on (a time in the past means now).
   void kill_path(std::uint32_t plane, std::uint32_t idx, Time at);
+  /// The path drops what `src` sends on it from `at` on; the other direction keeps working.
+  void kill_path_from(std::uint32_t plane, std::uint32_t idx, std::uint32_t src, Time at);
   /// Every path of the plane dies at `at`.
   void kill_plane(std::uint32_t plane, Time at);
   /// A NIC-to-switch link failure the NIC can see: from `at` the node's port carries nothing in

@@ -224,5 +224,52 @@ TEST(Failure, AssumedBadEvsAreResurrectedByProbesWhenThePathReturns) {
   EXPECT_TRUE(p.same(0, 64 << 20, 0));
 }
 
+TEST(Failure, DeadReversePathsCostAReceiveOnlyQpNeitherTimeoutsNorThroughput) {
+  // A failed link kills different EVs in each direction (ECMP hashes the two directions apart).
+  // Here half the paths of every plane die for the responder's ACK traffic and two per plane for
+  // data. The receive-only QP cannot learn which reverse EVs died (nothing acknowledges a SACK),
+  // so the design relies on SACK redundancy (D3, D17): the transfer must neither time out nor slow
+  // down beyond the data paths it lost.
+  PairOptions o;
+  o.buf_size = 32 << 20;
+  const Time kill_at = 60_us;
+  auto run = [&](bool kill) {
+    Pair p(o);
+    std::uint64_t acks = 0, acks_lost = 0;
+    if (kill) {
+      for (std::uint32_t plane = 0; plane < o.planes; ++plane) {
+        for (std::uint32_t path = 0; path < o.paths / 2; ++path)
+          p.net().kill_path_from(plane, path, p.node_b(), kill_at);
+        for (std::uint32_t path = 12; path < 14; ++path)
+          p.net().kill_path_from(plane, path, p.node_a(), kill_at);
+      }
+      p.net().set_observer([&](const sim::PacketRecord& r) {
+        if (r.src != p.node_b() || r.sent < kill_at) return;
+        ++acks;
+        acks_lost += !r.delivered;
+      });
+    }
+    EXPECT_EQ(p.write(1, 0, 32 << 20, 0), 0);
+    EXPECT_TRUE(p.run_until_completions(1, 0, 100_ms));
+    EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kSuccess);
+    EXPECT_TRUE(p.same(0, 32 << 20, 0));
+    EXPECT_EQ(p.qpa().counters().timeouts, 0u);
+    if (kill) {
+      std::printf("reverse paths dead: %llu of %llu ACK packets lost; %llu retransmissions, 0 timeouts\n",
+                  static_cast<unsigned long long>(acks_lost), static_cast<unsigned long long>(acks),
+                  static_cast<unsigned long long>(p.qpa().counters().tx_rtx));
+      EXPECT_GT(acks_lost * 3, acks);  // the failure really hit the ACK traffic
+    }
+    return p.net().now();
+  };
+  const Time healthy = run(false);
+  const Time failed = run(true);
+  std::printf("32 MiB: %.1f us healthy, %.1f us with the failures (%.2fx)\n",
+              static_cast<double>(healthy) / 1e3, static_cast<double>(failed) / 1e3,
+              static_cast<double>(failed) / static_cast<double>(healthy));
+  // 2 of 16 data paths per plane lost: the surviving capacity is 7/8, plus recovery time.
+  EXPECT_LT(static_cast<double>(failed), 1.25 * static_cast<double>(healthy));
+}
+
 }  // namespace
 }  // namespace mrc::test

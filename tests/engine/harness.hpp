@@ -56,6 +56,17 @@ inline engine::QpConfig make_qp_config(const PairOptions& o, Duration base_rtt, 
 
 class Pair {
  public:
+  static engine::QpRemote remote(std::uint32_t peer, std::uint32_t qpn, std::uint32_t sq_psn,
+                                 std::uint32_t rq_psn, const PairOptions& o) {
+    engine::QpRemote r;
+    r.peer = peer;
+    r.qpn = qpn;
+    r.sq_psn = sq_psn;
+    r.rq_psn = rq_psn;
+    r.peer_mpr_dest = o.mpr;
+    r.peer_max_wimm_dest = o.max_wimm_dest;
+    return r;
+  }
   explicit Pair(const PairOptions& o) : opt_(o), net_(net_config(o)) {
     engine::EndpointConfig ec;
     ec.num_ports = o.planes;
@@ -79,8 +90,8 @@ class Pair {
     const std::uint32_t psn_ab = static_cast<std::uint32_t>(pr.next()) & kPsnMask;
     const std::uint32_t psn_ba = static_cast<std::uint32_t>(pr.next()) & kPsnMask;
     psn_ab_ = psn_ab;
-    engine::QpRemote ra{nb_, qb_, psn_ab, psn_ba, o.mpr, o.max_wimm_dest};
-    engine::QpRemote rb{na_, qa_, psn_ba, psn_ab, o.mpr, o.max_wimm_dest};
+    const engine::QpRemote ra = remote(nb_, qb_, psn_ab, psn_ba, o);
+    const engine::QpRemote rb = remote(na_, qa_, psn_ba, psn_ab, o);
     a_->connect_qp(qa_, ra, 0);
     b_->connect_qp(qb_, rb, 0);
   }
