@@ -34,20 +34,22 @@ namespace {
   X(bytes_acked, "payload bytes acknowledged")                          \
   X(bytes_placed, "payload bytes placed in memory")
 
-#define MRC_PLANE_COUNTERS(X)                              \
-  X(tx_packets, "UDP datagrams sent")                      \
-  X(tx_bytes, "UDP payload bytes sent")                    \
-  X(tx_batches, "transmit batches flushed")                \
-  X(tx_syscalls, "sendmmsg calls")                         \
-  X(tx_dropped, "datagrams the kernel refused")            \
-  X(tx_no_route, "packets for an unknown peer")            \
-  X(rx_packets, "UDP datagrams received")                  \
-  X(rx_bytes, "UDP payload bytes received")                \
-  X(rx_syscalls, "recvmmsg calls")                         \
-  X(rx_ecn_ce, "datagrams received with ECN CE")           \
-  X(rx_trimmed, "datagrams received with a trimmed DSCP")  \
-  X(rx_unknown_source, "datagrams from an unknown source") \
-  X(rx_truncated, "datagrams larger than the receive buffer")
+#define MRC_PLANE_COUNTERS(X)                                 \
+  X(tx_packets, "UDP datagrams sent")                         \
+  X(tx_bytes, "UDP payload bytes sent")                       \
+  X(tx_batches, "transmit batches flushed")                   \
+  X(tx_syscalls, "sendmmsg calls")                            \
+  X(tx_dropped, "datagrams the kernel refused")               \
+  X(tx_no_route, "packets for an unknown peer")               \
+  X(rx_packets, "UDP datagrams received")                     \
+  X(rx_bytes, "UDP payload bytes received")                   \
+  X(rx_syscalls, "recvmmsg calls")                            \
+  X(rx_ecn_ce, "datagrams received with ECN CE")              \
+  X(rx_trimmed, "datagrams received with a trimmed DSCP")     \
+  X(rx_unknown_source, "datagrams from an unknown source")    \
+  X(rx_truncated, "datagrams larger than the receive buffer") \
+  X(link_down_events, "plane link went down (port set down)") \
+  X(link_up_events, "plane link came back (port set up)")
 
 #define MRC_IMPAIR_COUNTERS(X)              \
   X(seen, "packets seen by the impairment") \
@@ -98,7 +100,8 @@ nlohmann::json metrics_json(const UdpEndpoint& ep) {
   const engine::EndpointCounters& ec = e.counters();
   j["endpoint"] = {{"rx_bad_packet", ec.rx_bad_packet},       {"rx_unknown_qp", ec.rx_unknown_qp},
                    {"rx_wrong_peer", ec.rx_wrong_peer},       {"rx_bad_pkey", ec.rx_bad_pkey},
-                   {"tx_encode_errors", ec.tx_encode_errors}, {"commands_refused", ep.commands_refused()}};
+                   {"tx_encode_errors", ec.tx_encode_errors}, {"commands_refused", ep.commands_refused()},
+                   {"rx_auth_failed", ec.rx_auth_failed}};
   nlohmann::json planes = nlohmann::json::array();
   for (std::size_t i = 0; i < ep.plane_counters().size(); ++i) {
     const PlaneCounters& pc = ep.plane_counters()[i];
@@ -161,11 +164,10 @@ std::string metrics_prometheus(const UdpEndpoint& ep, const std::string& labels)
   p.labels = labels;
   const engine::Endpoint& e = ep.engine();
   const engine::EndpointCounters& ec = e.counters();
-  const std::pair<const char*, std::uint64_t> epc[] = {{"rx_bad_packet", ec.rx_bad_packet},
-                                                       {"rx_unknown_qp", ec.rx_unknown_qp},
-                                                       {"rx_wrong_peer", ec.rx_wrong_peer},
-                                                       {"rx_bad_pkey", ec.rx_bad_pkey},
-                                                       {"tx_encode_errors", ec.tx_encode_errors}};
+  const std::pair<const char*, std::uint64_t> epc[] = {
+      {"rx_bad_packet", ec.rx_bad_packet},       {"rx_unknown_qp", ec.rx_unknown_qp},
+      {"rx_wrong_peer", ec.rx_wrong_peer},       {"rx_bad_pkey", ec.rx_bad_pkey},
+      {"tx_encode_errors", ec.tx_encode_errors}, {"rx_auth_failed", ec.rx_auth_failed}};
   for (const auto& [n, v] : epc) {
     const std::string name = std::string("mrc_endpoint_") + n + "_total";
     p.header(name, "endpoint counter", "counter");

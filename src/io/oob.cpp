@@ -5,9 +5,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -62,6 +64,33 @@ std::uint32_t random_psn() {
   return rd() & kPsnMask;
 }
 
+bool random_mac_key(engine::MacKey& out, std::string& err) {
+  std::array<std::uint8_t, 16> b{};
+  std::size_t got = 0;
+  while (got < b.size()) {
+    const ssize_t n = ::getrandom(b.data() + got, b.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = sys_err("getrandom");
+      return false;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  out = engine::MacKey::from_bytes(b);
+  return true;
+}
+
+bool qp_auth(const ConnInfo& mine, const ConnInfo& theirs, engine::QpAuth& out, std::string& err) {
+  if (mine.auth != theirs.auth) {
+    err = std::string("oob: ") + (mine.auth
+                                      ? "the peer does not authenticate its packets (--auth on one side only)"
+                                      : "the peer requires authenticated packets (--auth)");
+    return false;
+  }
+  out = engine::QpAuth{mine.auth, mine.auth_key, theirs.auth_key};
+  return true;
+}
+
 std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c) {
   std::vector<std::uint8_t> b;
   put(b, c.qpn, 4);
@@ -76,6 +105,11 @@ std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c) {
     const bool v6 = a.family == AF_INET6;
     put(b, v6 ? 6 : 4, 1);
     b.insert(b.end(), a.bytes.begin(), a.bytes.begin() + (v6 ? 16 : 4));
+  }
+  put(b, c.auth ? 1 : 0, 1);
+  if (c.auth) {
+    const std::array<std::uint8_t, 16> k = c.auth_key.bytes();
+    b.insert(b.end(), k.begin(), k.end());
   }
   return frame(OobType::kConnInfo, b);
 }
@@ -162,6 +196,21 @@ bool decode_conn_info_body(std::span<const std::uint8_t> body, ConnInfo& out, st
   }
   if (!r.ok) {
     err = "oob: truncated plane address list";
+    return false;
+  }
+  const auto auth = r.get(1);
+  if (auth > 1) {
+    err = "oob: authentication flag must be 0 or 1, got " + std::to_string(auth);
+    return false;
+  }
+  c.auth = auth == 1;
+  if (c.auth) {
+    std::array<std::uint8_t, 16> k{};
+    for (std::uint8_t& x : k) x = static_cast<std::uint8_t>(r.get(1));
+    c.auth_key = engine::MacKey::from_bytes(k);
+  }
+  if (!r.ok) {
+    err = "oob: truncated authentication fields";
     return false;
   }
   if (r.pos != body.size()) {

@@ -4,7 +4,8 @@
 //
 // Framing (big-endian): magic "MRCO" (4) | version (2) | type (2) | body length (4) | body.
 //   kConnInfo body: qpn 4 | psn 4 | rkey 4 | va 8 | length 8 | mpr_dest 1 | max_wimm_dest 2 |
-//                   planes 1 | per plane: family 1 (4 or 6) + 4 or 16 address bytes
+//                   planes 1 | per plane: family 1 (4 or 6) + 4 or 16 address bytes |
+//                   auth 1 (0 off, 1 on) | if on: this side's 128-bit transmit MAC key (16)
 //   kValues body:   count 4 | count x u64 (small control messages: parameters, barriers, checksums)
 // Every malformed or truncated message is reported with a message, never trusted.
 #pragma once
@@ -20,7 +21,7 @@
 namespace mrc::io {
 
 inline constexpr std::uint32_t kOobMagic = 0x4D52434Fu;  // "MRCO"
-inline constexpr std::uint16_t kOobVersion = 1;
+inline constexpr std::uint16_t kOobVersion = 2;          // 2: authentication key
 inline constexpr std::uint32_t kOobMaxBody = 1u << 16;
 inline constexpr std::uint16_t kOobDefaultPort = 18515;  // as perftest
 
@@ -35,11 +36,19 @@ struct ConnInfo {
   std::uint8_t mpr_dest = 8;
   std::uint16_t max_wimm_dest = 128;
   std::vector<IpAddr> planes;
+  bool auth = false;        ///< this side authenticates the connection (opt-in)
+  engine::MacKey auth_key;  ///< with auth: the key this side's packets are tagged with
   friend bool operator==(const ConnInfo&, const ConnInfo&) = default;
 };
 
 /// A random 24-bit initial PSN.
 std::uint32_t random_psn();
+/// A fresh random 128-bit MAC key from getrandom(2); false with a message if the kernel refused.
+bool random_mac_key(engine::MacKey& out, std::string& err);
+/// The QP authentication of a connection from both sides' announcements: off when neither side
+/// authenticates, our key for sending and theirs for checking when both do; an error when only one
+/// side does (the other would drop every packet).
+bool qp_auth(const ConnInfo& mine, const ConnInfo& theirs, engine::QpAuth& out, std::string& err);
 
 /// Full framed message (header + body).
 std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c);

@@ -1,12 +1,17 @@
 #include "io/udp_endpoint.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <netinet/ip.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -22,6 +27,13 @@ constexpr int kRxRoundsPerPlane = 4;    // recvmmsg batches per plane per round 
 constexpr std::uint32_t kTxRoundsPerCall = 4;
 constexpr std::size_t kCmsgSpace = 128;
 constexpr Duration kThreadIdleWait = 10'000'000;  // 10 ms; commands and packets wake us earlier
+// A busy endpoint never sleeps in epoll, so it reads the link socket on this period instead: one
+// syscall a millisecond, and at most a millisecond of sending into a dead plane.
+constexpr Duration kLinkReadPeriod = 1'000'000;
+constexpr Duration kLinkQueryPeriod = 1'000'000;    // per plane: send errors ask no more often
+constexpr std::uint32_t kEventFdTag = 0xFFFFFFFFu;  // epoll data of the eventfd
+constexpr std::uint32_t kNetlinkTag = 0xFFFFFFFEu;  // epoll data of the rtnetlink socket
+constexpr std::size_t kNetlinkBuffer = 32768;       // one link message with all attributes is ~1.5 KiB
 
 void set_int(int fd, int level, int opt, int v) {
   (void)::setsockopt(fd, level, opt, &v, sizeof v);
@@ -54,7 +66,131 @@ std::string errno_text(const char* what, const IpAddr& a, std::uint16_t port) {
   return std::string(what) + " " + a.str() + ":" + std::to_string(port) + ": " + std::strerror(errno);
 }
 
+std::uint64_t fold16(std::uint64_t s) {
+  while ((s >> 16) != 0) s = (s & 0xFFFF) + (s >> 16);
+  return s;
+}
+
+/// Ones' complement sum of `p` read as big-endian 16-bit words (an odd last byte padded with
+/// zero), folded to 16 bits. The bulk adds native 32-bit words: the sum is byte-order independent
+/// up to a final swap (RFC 1071 §2).
+std::uint64_t sum_be16(const std::uint8_t* p, std::size_t n) {
+  std::uint64_t s = 0;
+  for (; n >= 4; n -= 4, p += 4) {
+    std::uint32_t w;
+    std::memcpy(&w, p, 4);
+    s += w;
+  }
+  s = fold16(s);
+  if constexpr (std::endian::native == std::endian::little) s = ((s & 0xFF) << 8) | (s >> 8);
+  if (n >= 2) {
+    s += (std::uint64_t{p[0]} << 8) | p[1];
+    p += 2;
+    n -= 2;
+  }
+  if (n == 1) s += std::uint64_t{p[0]} << 8;
+  return fold16(s);
+}
+
+/// The interface holding `a`: the one with exactly that address, else the one whose subnet holds
+/// it with the longest prefix (a bound address need not be listed, e.g. 127.0.0.2 on lo's
+/// 127.0.0.0/8). 0 if none.
+int interface_of(const IpAddr& a) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return 0;
+  const std::size_t n = a.family == AF_INET ? 4 : 16;
+  const std::size_t off =
+      a.family == AF_INET ? offsetof(sockaddr_in, sin_addr) : offsetof(sockaddr_in6, sin6_addr);
+  int best = 0, best_bits = -1;
+  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a.family) continue;
+    const auto* addr = reinterpret_cast<const std::uint8_t*>(i->ifa_addr) + off;
+    int bits = 0;
+    bool in = true;
+    for (std::size_t k = 0; k < n && in; ++k) {
+      const std::uint8_t mask =
+          i->ifa_netmask != nullptr ? reinterpret_cast<const std::uint8_t*>(i->ifa_netmask)[off + k] : 0xFF;
+      in = ((addr[k] ^ a.bytes[k]) & mask) == 0;
+      bits += std::popcount(mask);
+    }
+    if (std::memcmp(addr, a.bytes.data(), n) == 0) bits = 1000;  // exact beats any prefix
+    if (in && bits > best_bits) {
+      const unsigned idx = ::if_nametoindex(i->ifa_name);
+      if (idx != 0) {
+        best = static_cast<int>(idx);
+        best_bits = bits;
+      }
+    }
+  }
+  ::freeifaddrs(list);
+  return best;
+}
+
+constexpr std::size_t kIp6Udp = 48;  // IPv6 (40) + UDP (8) header built for SRv6 raw sends
+constexpr std::uint8_t kHopLimit = 64;
+
 }  // namespace
+
+std::vector<LinkState> parse_link_messages(std::span<const std::uint8_t> bytes) {
+  std::vector<LinkState> out;
+  std::size_t off = 0;
+  while (bytes.size() - off >= sizeof(nlmsghdr)) {
+    nlmsghdr h;
+    std::memcpy(&h, bytes.data() + off, sizeof h);
+    if (h.nlmsg_len < sizeof h || h.nlmsg_len > bytes.size() - off) break;
+    if ((h.nlmsg_type == RTM_NEWLINK || h.nlmsg_type == RTM_DELLINK) &&
+        h.nlmsg_len >= NLMSG_LENGTH(sizeof(ifinfomsg))) {
+      ifinfomsg ifi;
+      std::memcpy(&ifi, bytes.data() + off + NLMSG_HDRLEN, sizeof ifi);
+      // IFF_RUNNING is the kernel's netif_oper_up (operstate UP or UNKNOWN): it clears with the
+      // carrier (IFF_LOWER_UP) and, unlike "operstate == UP", holds on lo and tun devices.
+      const unsigned usable = IFF_UP | IFF_RUNNING;
+      out.push_back(
+          LinkState{ifi.ifi_index, h.nlmsg_type == RTM_NEWLINK && (ifi.ifi_flags & usable) == usable});
+    }
+    off += NLMSG_ALIGN(h.nlmsg_len);
+    if (off > bytes.size()) break;
+  }
+  return out;
+}
+
+bool srv6_carrier(const IpAddr& final_addr, std::span<const std::uint16_t> usids, std::uint32_t block_bits,
+                  IpAddr& out) {
+  const std::size_t block = block_bits / 8, shift = usids.size() * 2;
+  if (final_addr.family != AF_INET6 || block_bits % 16 != 0 || block + shift > 16) return false;
+  // The bytes the uSIDs push off the end must be zero (they are beyond the final uSIDs).
+  for (std::size_t i = 16 - shift; i < 16; ++i)
+    if (final_addr.bytes[i] != 0) return false;
+  IpAddr c;
+  c.family = AF_INET6;
+  std::memcpy(c.bytes.data(), final_addr.bytes.data(), block);
+  for (std::size_t k = 0; k < usids.size(); ++k) {
+    c.bytes[block + 2 * k] = static_cast<std::uint8_t>(usids[k] >> 8);
+    c.bytes[block + 2 * k + 1] = static_cast<std::uint8_t>(usids[k]);
+  }
+  std::memcpy(c.bytes.data() + block + shift, final_addr.bytes.data() + block, 16 - block - shift);
+  out = c;
+  return true;
+}
+
+std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
+                            std::span<const std::span<const std::uint8_t>> pieces) {
+  std::uint64_t len = 0;
+  for (const auto& piece : pieces) len += piece.size();
+  // Pseudo-header: source, destination, upper-layer length (32 bits), 3 zero bytes, next header 17.
+  std::uint64_t s = sum_be16(src.bytes.data(), 16) + sum_be16(dst.bytes.data(), 16) + (len >> 16) +
+                    (len & 0xFFFF) + IPPROTO_UDP;
+  std::size_t off = 0;
+  for (const auto& piece : pieces) {
+    std::uint64_t ps = sum_be16(piece.data(), piece.size());
+    // A piece starting at an odd offset contributes its sum byte-swapped.
+    if ((off & 1) != 0) ps = ((ps & 0xFF) << 8) | (ps >> 8);
+    s += ps;
+    off += piece.size();
+  }
+  const auto c = static_cast<std::uint16_t>(~fold16(s));
+  return c == 0 ? 0xFFFF : c;
+}
 
 bool IpAddr::parse(std::string_view text, IpAddr& out) {
   const std::string s(text);
@@ -95,6 +231,38 @@ std::unique_ptr<UdpEndpoint> UdpEndpoint::create(const UdpConfig& cfg, std::stri
   return ep;
 }
 
+bool UdpEndpoint::check_srv6(std::string& err) const {
+  const Srv6Config& c = cfg_.srv6;
+  if (family_ != AF_INET6) {
+    err = "udp endpoint: SRv6 mode needs IPv6 plane addresses (the hosts' final uSID addresses)";
+    return false;
+  }
+  if (c.block_bits == 0 || c.block_bits % 16 != 0 || c.block_bits > 96) {
+    err = "udp endpoint: SRv6 locator block must be 16..96 bits, a multiple of 16";
+    return false;
+  }
+  if (c.paths.empty()) {
+    err = "udp endpoint: SRv6 mode needs at least one uSID path";
+    return false;
+  }
+  for (const auto& path : c.paths) {
+    if (path.empty() || c.block_bits + 16 * path.size() > 112) {
+      err = "udp endpoint: an SRv6 path needs 1.." + std::to_string((112 - c.block_bits) / 16) +
+            " uSIDs (block + path + the final uSID must fit in 128 bits)";
+      return false;
+    }
+  }
+  // Fail now, with the reason, rather than dropping every packet later.
+  const int fd = ::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+  if (fd < 0) {
+    err = std::string("udp endpoint: SRv6 mode sends through raw IPv6 sockets (needs CAP_NET_RAW): ") +
+          std::strerror(errno);
+    return false;
+  }
+  ::close(fd);
+  return true;
+}
+
 bool UdpEndpoint::open(std::string& err) {
   const std::size_t np = cfg_.planes.size();
   if (np == 0 || np > engine::kMaxPorts) {
@@ -112,6 +280,7 @@ bool UdpEndpoint::open(std::string& err) {
     err = "udp endpoint: STEV (flow-label) mode needs IPv6 plane addresses";
     return false;
   }
+  if (cfg_.ev_mode == EvMode::kSrv6 && !check_srv6(err)) return false;
   if (cfg_.sport_range == 0 || std::uint32_t{cfg_.sport_base} + cfg_.sport_range > 65536u) {
     err = "udp endpoint: sport_base + sport_range must stay within 1..65535";
     return false;
@@ -133,7 +302,7 @@ bool UdpEndpoint::open(std::string& err) {
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.u32 = 0xFFFFFFFFu;
+  ev.data.u32 = kEventFdTag;
   ::epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
 
   planes_.resize(np);
@@ -184,7 +353,91 @@ bool UdpEndpoint::open(std::string& err) {
     }
   }
   free_mask_ = np == 32 ? 0xFFFFFFFFu : ((1u << np) - 1u);
+  return open_link_watch(err);
+}
+
+bool UdpEndpoint::open_link_watch(std::string& err) {
+  nlfd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_LINK;
+  if (nlfd_ < 0 || ::bind(nlfd_, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) {
+    err = std::string("udp endpoint: rtnetlink socket (plane link watch): ") + std::strerror(errno);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u32 = kNetlinkTag;
+  ::epoll_ctl(epfd_, EPOLL_CTL_ADD, nlfd_, &ev);
+  nl_buf_.resize(kNetlinkBuffer);
+  // The state at open comes through the same path as later changes: a plane whose link is
+  // already down starts with its engine port down.
+  for (Plane& p : planes_) {
+    p.ifindex = interface_of(p.addr);
+    if (p.ifindex != 0) request_link(p.ifindex);
+  }
+  read_links(now());
   return true;
+}
+
+void UdpEndpoint::request_link(int ifindex) {
+  struct {
+    nlmsghdr h;
+    ifinfomsg ifi;
+  } req{};
+  req.h.nlmsg_len = sizeof req;
+  req.h.nlmsg_type = RTM_GETLINK;
+  req.h.nlmsg_flags = NLM_F_REQUEST;
+  req.ifi.ifi_family = AF_UNSPEC;
+  req.ifi.ifi_index = ifindex;
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  // The kernel answers inside this call: the RTM_NEWLINK is queued on nlfd_ when it returns.
+  (void)::sendto(nlfd_, &req, sizeof req, 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel);
+}
+
+void UdpEndpoint::read_links(Time now_ns) {
+  for (;;) {
+    const ssize_t r = ::recv(nlfd_, nl_buf_.data(), nl_buf_.size(), MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != ENOBUFS) return;
+      // The socket overflowed and notifications were lost: ask for every plane's link again.
+      for (const Plane& p : planes_)
+        if (p.ifindex != 0) request_link(p.ifindex);
+      continue;
+    }
+    for (const LinkState& s : parse_link_messages({nl_buf_.data(), static_cast<std::size_t>(r)}))
+      apply_link_state(s, now_ns);
+  }
+}
+
+void UdpEndpoint::apply_link_state(const LinkState& s, Time now_ns) {
+  for (std::uint32_t i = 0; i < planes_.size(); ++i) {
+    Plane& p = planes_[i];
+    if (p.ifindex == 0 || p.ifindex != s.ifindex || p.link_up == s.up) continue;
+    p.link_up = s.up;
+    ++(s.up ? plane_ctr_[i].link_up_events : plane_ctr_[i].link_down_events);
+    ep_->set_port_up(static_cast<std::uint8_t>(i), s.up, now_ns);
+  }
+}
+
+void UdpEndpoint::query_suspect_links(Time now_ns) {
+  links_suspect_ = false;
+  bool asked = false;
+  for (Plane& p : planes_) {
+    if (!p.link_suspect) continue;
+    if (now_ns < p.next_link_query) {
+      links_suspect_ = true;  // ask once the period is over
+      continue;
+    }
+    p.link_suspect = false;
+    p.next_link_query = now_ns + kLinkQueryPeriod;
+    if (p.ifindex == 0) continue;
+    request_link(p.ifindex);
+    asked = true;
+  }
+  if (asked) read_links(now_ns);
 }
 
 UdpEndpoint::~UdpEndpoint() {
@@ -196,6 +449,7 @@ UdpEndpoint::~UdpEndpoint() {
   }
   if (epfd_ >= 0) ::close(epfd_);
   if (evfd_ >= 0) ::close(evfd_);
+  if (nlfd_ >= 0) ::close(nlfd_);
 }
 
 std::uint32_t UdpEndpoint::add_peer(const std::vector<IpAddr>& addrs, std::uint16_t port) {
@@ -207,6 +461,17 @@ std::uint32_t UdpEndpoint::add_peer(const std::vector<IpAddr>& addrs, std::uint1
   for (std::size_t i = 0; i < addrs.size(); ++i) {
     if (addrs[i].family != family_) return 0;
     peer.dst_len[i] = make_sockaddr(addrs[i], port != 0 ? port : cfg_.port, peer.dst[i]);
+  }
+  if (cfg_.ev_mode == EvMode::kSrv6) {
+    // Every (plane, path) carrier is built once here: per packet it is a table lookup.
+    for (std::size_t i = 0; i < addrs.size(); ++i) {
+      for (const auto& path : cfg_.srv6.paths) {
+        IpAddr c;
+        if (!srv6_carrier(addrs[i], path, cfg_.srv6.block_bits, c)) return 0;
+        peer.carriers.emplace_back();
+        make_sockaddr(c, 0, peer.carriers.back());
+      }
+    }
   }
   peers_.push_back(std::move(peer));
   return static_cast<std::uint32_t>(peers_.size());
@@ -238,9 +503,14 @@ std::int32_t UdpEndpoint::send_socket(std::uint32_t plane, std::uint16_t sport) 
   const std::int32_t have = p.sock_of_sport[idx];
   if (have != -1) return have;
   // First use of this EV's source port on this plane: one socket, kept for the endpoint's life.
-  const int fd = ::socket(family_, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const bool raw = cfg_.ev_mode == EvMode::kSrv6;
+  const int fd = raw ? ::socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_RAW)
+                     : ::socket(family_, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   bool ok = fd >= 0;
-  if (ok) {
+  if (ok && raw) {
+    // IPPROTO_RAW implies IPV6_HDRINCL: addresses, traffic class and ports are in our header.
+    set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.socket_buffer);
+  } else if (ok) {
     const int tos = (cfg_.dscp << 2) | (cfg_.ect ? 2 : 0);
     if (family_ == AF_INET6) {
       set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
@@ -252,6 +522,12 @@ std::int32_t UdpEndpoint::send_socket(std::uint32_t plane, std::uint16_t sport) 
     } else {
       set_int(fd, IPPROTO_IP, IP_TOS, tos);
     }
+    // DF, never fragment: a non-first fragment has no UDP ports, so ECMP would hash all of them onto
+    // one path, and one lost fragment loses the packet. Too big a datagram fails with EMSGSIZE.
+    if (family_ == AF_INET6)
+      set_int(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+    else
+      set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
     set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.socket_buffer);
     set_int(fd, SOL_SOCKET, SO_RCVBUF, 4096);  // nothing is ever sent to a source port
     sockaddr_in6 sa{};
@@ -277,7 +553,8 @@ void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
     ++pc.tx_no_route;
     return;
   }
-  const std::int32_t sock = send_socket(plane, sport_of(pkt.ev.value));
+  const std::uint16_t sport = sport_of(pkt.ev.value);
+  const std::int32_t sock = send_socket(plane, sport);
   if (sock < 0) {
     ++pc.tx_dropped;
     return;
@@ -290,15 +567,55 @@ void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
   s.dst = peer.dst[plane];
   s.dst_len = peer.dst_len[plane];
   if (cfg_.ev_mode == EvMode::kStev) s.dst.sin6_flowinfo = htonl(pkt.ev.value & kFlowLabelMask);
-  s.iov[0] = iovec{s.pkt.header, s.pkt.header_len};
-  s.iov[1] = iovec{const_cast<std::uint8_t*>(s.pkt.payload), s.pkt.payload_len};
-  s.iov[2] = iovec{s.pkt.trailer, s.pkt.trailer_len};
+  s.iov[1] = iovec{s.pkt.header, s.pkt.header_len};
+  s.iov[2] = iovec{const_cast<std::uint8_t*>(s.pkt.payload), s.pkt.payload_len};
+  s.iov[3] = iovec{s.pkt.trailer, s.pkt.trailer_len};
+  s.iov_first = 1;
+  s.iov_count = s.pkt.trailer_len ? 3 : 2;
+  IpAddr to = peer.addrs[plane];
+  if (cfg_.ev_mode == EvMode::kSrv6) {
+    build_srv6(s, plane, peer, sport);
+    std::memcpy(to.bytes.data(), &s.dst.sin6_addr, 16);  // the capture shows the carrier
+  }
   if (pcap_ != nullptr)
-    capture(p.addr, p.socks[static_cast<std::size_t>(sock)].sport, peer.addrs[plane], ntohs(s.dst.sin6_port),
+    capture(p.addr, sport, to, ntohs(peer.dst[plane].sin6_port),
             cfg_.ev_mode == EvMode::kStev ? (pkt.ev.value & kFlowLabelMask) : 0,
             (cfg_.dscp << 2) | (cfg_.ect ? 2 : 0), {s.pkt.header, s.pkt.header_len},
             {s.pkt.payload, s.pkt.payload_len}, {s.pkt.trailer, s.pkt.trailer_len});
   if (++p.count == cfg_.tx_batch) free_mask_ &= ~(1u << plane);
+}
+
+void UdpEndpoint::build_srv6(TxSlot& s, std::uint32_t plane, const Peer& peer, std::uint16_t sport) {
+  const std::size_t npaths = cfg_.srv6.paths.size();
+  s.dst = peer.carriers[plane * npaths + s.pkt.ev.value % npaths];
+  s.dst_len = sizeof(sockaddr_in6);
+  const std::uint32_t udp_len = 8 + s.pkt.wire_size();
+  const std::uint32_t tclass = (std::uint32_t{cfg_.dscp} << 2) | (cfg_.ect ? 2u : 0u);
+  std::uint8_t* h = s.ip6udp;
+  const std::uint32_t word0 = htonl((6u << 28) | (tclass << 20));  // version, traffic class, label 0
+  std::memcpy(h, &word0, 4);
+  const std::uint16_t len_be = htons(static_cast<std::uint16_t>(udp_len));
+  std::memcpy(h + 4, &len_be, 2);  // IPv6 payload length = the UDP datagram
+  h[6] = IPPROTO_UDP;
+  h[7] = kHopLimit;
+  std::memcpy(h + 8, planes_[plane].addr.bytes.data(), 16);
+  std::memcpy(h + 24, &s.dst.sin6_addr, 16);
+  std::uint8_t* u = h + 40;
+  const std::uint16_t sport_be = htons(sport);
+  std::memcpy(u, &sport_be, 2);
+  std::memcpy(u + 2, &peer.dst[plane].sin6_port, 2);
+  std::memcpy(u + 4, &len_be, 2);
+  u[6] = u[7] = 0;
+  // Over the FINAL destination: the address the routers leave in the header on arrival.
+  const std::span<const std::uint8_t> pieces[] = {{u, 8},
+                                                  {s.pkt.header, s.pkt.header_len},
+                                                  {s.pkt.payload, s.pkt.payload_len},
+                                                  {s.pkt.trailer, s.pkt.trailer_len}};
+  const std::uint16_t csum = htons(udp6_checksum(planes_[plane].addr, peer.addrs[plane], pieces));
+  std::memcpy(u + 6, &csum, 2);
+  s.iov[0] = iovec{s.ip6udp, kIp6Udp};
+  s.iov_first = 0;
+  ++s.iov_count;
 }
 
 void UdpEndpoint::flush(std::uint32_t plane) {
@@ -319,8 +636,8 @@ void UdpEndpoint::flush(std::uint32_t plane) {
       msghdr& h = p.tx_mm[k].msg_hdr;
       h.msg_name = &s.dst;
       h.msg_namelen = s.dst_len;
-      h.msg_iov = s.iov;
-      h.msg_iovlen = s.pkt.trailer_len ? 3 : 2;
+      h.msg_iov = s.iov + s.iov_first;
+      h.msg_iovlen = s.iov_count;
       h.msg_control = nullptr;
       h.msg_controllen = 0;
       h.msg_flags = 0;
@@ -335,6 +652,10 @@ void UdpEndpoint::flush(std::uint32_t plane) {
       if (r < 0) {
         if (errno == EINTR) continue;
         pc.tx_dropped += k - sent;  // the engine recovers it like a network loss
+        if (errno == ENETUNREACH || errno == ENETDOWN) {
+          p.link_suspect = true;  // maybe our link went down: ask (not a verdict; a route can be missing)
+          links_suspect_ = true;
+        }
         break;
       }
       for (int m = 0; m < r; ++m) pc.tx_bytes += p.tx_mm[sent + static_cast<std::uint32_t>(m)].msg_len;
@@ -503,6 +824,12 @@ std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
   }
   t = now();
   if (t >= ep_->next_deadline()) ep_->on_timer(t);
+  // Before transmit, so a plane found down this round gets no more packets.
+  if (links_suspect_) query_suspect_links(t);
+  if (t >= next_link_read_) {
+    read_links(t);
+    next_link_read_ = t + kLinkReadPeriod;
+  }
   work += transmit(t);
   if (threaded) export_completions();
   if (work != 0 || timeout == 0) return work;
@@ -520,9 +847,11 @@ std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
     epoll_event evs[8];
     const int n = ::epoll_pwait2(epfd_, evs, 8, &ts, nullptr);
     for (int i = 0; i < n; ++i) {
-      if (evs[i].data.u32 == 0xFFFFFFFFu) {
+      if (evs[i].data.u32 == kEventFdTag) {
         std::uint64_t v = 0;
         (void)!::read(evfd_, &v, sizeof v);
+      } else if (evs[i].data.u32 == kNetlinkTag) {
+        read_links(now());
       }
     }
   }
@@ -571,6 +900,7 @@ void UdpEndpoint::export_completions() {
   while (!completions_.full() && ep_->poll_completion(c)) completions_.push(c);
   engine::Event e;
   while (!events_.full() && ep_->poll_event(e)) events_.push(e);
+  if (export_hook_) export_hook_();
 }
 
 void UdpEndpoint::wake() {

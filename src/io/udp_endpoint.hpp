@@ -8,6 +8,15 @@
 // first use of that sport. Packets are batched per plane and sent with sendmmsg per socket as
 // header / payload (a view into the registered region) / trailer iovecs: no copy.
 //
+// SRv6 mode (IPv6 only): the plane addresses are the hosts' final uSID addresses. EV value v
+// follows path v % srv6.paths.size(): the packet's IPv6 destination is the uSID carrier
+// <peer's locator block>:<the path's uSIDs>:<rest of the peer's final address> (Srv6Config), which
+// the routers' End (next-csid) behaviour shifts back to the peer's final address. The EV also goes in
+// the UDP source port, as in UDP mode, so the receiver can reflect it. The UDP checksum must hold at
+// the FINAL destination, which a UDP socket cannot do (it checksums over the carrier): these packets
+// leave through raw IPv6 sockets (IPPROTO_RAW, one per (plane, sport)) with an IPv6 + UDP header
+// built here and checksummed over the final address (machine-notes §3). Needs CAP_NET_RAW.
+//
 // Receive: one socket per plane bound to (plane address, 4791), read with recvmmsg. ECN-CE and the
 // DSCP (trimmed / trimmed-last-hop code points) come from IP_RECVTOS / IPV6_RECVTCLASS; the EV
 // from the source port (and the flow label in STEV mode). A source address that is not a known
@@ -22,6 +31,14 @@
 //     counters, metrics) must be called while the thread is stopped, or inside execute(fn), which
 //     runs fn on the progress thread and waits for it (a mutex-protected slow path, never used per
 //     packet).
+//
+// Plane links: the endpoint watches the link of each plane's interface (the one holding its local
+// address, found at open) through an rtnetlink socket (RTMGRP_LINK) in its epoll set, read when
+// idle and at least every millisecond when busy. A link going down (not IFF_UP + IFF_RUNNING, or
+// removed) is engine().set_port_up(plane, false): the engine moves that plane's EVs and in-flight
+// packets to the other planes and tells the peers; coming back is set_port_up(plane, true). A send
+// failing with ENETUNREACH / ENETDOWN makes the endpoint ask the kernel for that link's state at
+// once (at most once a millisecond per plane) rather than wait for the notification.
 #pragma once
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -33,9 +50,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/endpoint.hpp"
@@ -57,11 +76,43 @@ struct IpAddr {
 enum class EvMode : std::uint8_t {
   kUdp,   ///< EV -> UDP source port
   kStev,  ///< EV -> IPv6 flow label (low 20 bits) + UDP source port
+  kSrv6,  ///< EV -> SRv6 uSID carrier (IPv6 destination) + UDP source port
 };
+
+/// SRv6 uSID paths (EvMode::kSrv6). A path is the list of uSIDs a packet visits before its final
+/// destination, e.g. {spine} or {source leaf, spine, destination leaf}; the same list serves every
+/// plane and peer (the block and the final uSIDs come from the peer's address).
+struct Srv6Config {
+  std::uint32_t block_bits = 32;  ///< locator block length (lblen); a multiple of 16
+  std::vector<std::vector<std::uint16_t>> paths;
+};
+
+/// The uSID carrier for reaching `final_addr` through `usids`: the first block_bits of final_addr,
+/// then the uSIDs, then the rest of final_addr shifted right by 16 bits per uSID. False when that
+/// would push set bits out of the address (the final address has no room for that many uSIDs).
+bool srv6_carrier(const IpAddr& final_addr, std::span<const std::uint16_t> usids, std::uint32_t block_bits,
+                  IpAddr& out);
+
+/// The UDP checksum (RFC 8200 §8.1) of a datagram from `src` to `dst` whose UDP header (checksum
+/// field zero) and data are the concatenation of `pieces` (any lengths). 0 is returned as 0xFFFF.
+std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
+                            std::span<const std::span<const std::uint8_t>> pieces);
+
+/// One interface's link state, as an rtnetlink link message reports it.
+struct LinkState {
+  int ifindex = 0;
+  bool up = false;  ///< IFF_UP and IFF_RUNNING (the kernel's "operationally up or unknown")
+};
+
+/// The link states in `bytes`, a datagram read from an rtnetlink socket: one per RTM_NEWLINK
+/// (up from its flags) and RTM_DELLINK (down) message, in order. Other messages are skipped; a
+/// malformed message ends the parse (what came before it is kept).
+std::vector<LinkState> parse_link_messages(std::span<const std::uint8_t> bytes);
 
 struct UdpConfig {
   std::vector<IpAddr> planes;  ///< local address of each plane (all the same family)
   EvMode ev_mode = EvMode::kUdp;
+  Srv6Config srv6;            ///< ev_mode kSrv6: the paths EVs map onto
   std::uint16_t port = 4791;  ///< RoCEv2 destination port (receive sockets bind it)
   std::uint16_t sport_base = 49152;
   std::uint16_t sport_range = 16384;       ///< sport = sport_base + ev % sport_range
@@ -87,6 +138,8 @@ struct PlaneCounters {
   std::uint64_t rx_unknown_source = 0;  ///< source address is no peer's address on this plane
   std::uint64_t rx_truncated = 0;       ///< larger than max_packet
   std::uint32_t send_sockets = 0;       ///< sports in use
+  std::uint64_t link_down_events = 0;   ///< the plane's link went down (engine port set down)
+  std::uint64_t link_up_events = 0;     ///< the plane's link came back (engine port set up)
 };
 
 /// Packets sent on one EV (one (plane, sport) send socket).
@@ -108,18 +161,24 @@ class UdpEndpoint {
 
   const UdpConfig& config() const { return cfg_; }
   std::uint32_t num_planes() const { return static_cast<std::uint32_t>(planes_.size()); }
+  /// The interface whose link plane `plane` follows (0: its address is on no interface, unwatched).
+  int plane_ifindex(std::uint32_t plane) const { return planes_[plane].ifindex; }
   /// Monotonic time in ns: the engine's clock.
   static Time now();
 
   // --- control plane: stopped thread or inside execute() ---------------------------------------
   /// Registers a peer by its address on every plane; returns its handle (>= 1), 0 if the address
-  /// list does not match the planes (count or family). `port` is the peer's receive port
+  /// list does not match the planes (count or family) or, in SRv6 mode, an address has no room for
+  /// the paths' uSIDs. `port` is the peer's receive port
   /// (0 = config().port, the RoCEv2 port; other values let two endpoints share one address).
   std::uint32_t add_peer(const std::vector<IpAddr>& addrs, std::uint16_t port = 0);
   engine::Endpoint& engine() { return *ep_; }
   const engine::Endpoint& engine() const { return *ep_; }
   /// Runs fn with the engine on the progress thread (or directly when it is not running).
   void execute(const std::function<void(engine::Endpoint&)>& fn);
+  /// What the link watcher does with a report: a change of a plane's link state sets the engine
+  /// port down / up and counts it; a repeat or another interface does nothing.
+  void apply_link_state(const LinkState& s, Time now);
 
   // --- data path: any thread ------------------------------------------------------------------
   /// 0, an engine errno (application-driven), or EAGAIN if the command ring is full (threaded).
@@ -135,6 +194,10 @@ class UdpEndpoint {
   std::size_t progress(Duration timeout = 0);
   bool start();
   void stop();
+  /// Runs `fn` on the progress thread after each round's completions and events reached the rings
+  /// (threaded mode), so a consumer can route them (to CQs, channels) without polling. Set it while
+  /// the thread is stopped.
+  void set_export_hook(std::function<void()> fn) { export_hook_ = std::move(fn); }
   bool running() const { return threaded_.load(); }
 
   // --- statistics: stopped thread or inside execute() ------------------------------------------
@@ -160,11 +223,17 @@ class UdpEndpoint {
     std::int32_t sock = -1;  ///< index into Plane::socks
     sockaddr_in6 dst{};      ///< also holds a sockaddr_in
     socklen_t dst_len = 0;
-    iovec iov[3];
+    std::uint8_t ip6udp[48];  ///< SRv6 mode: the IPv6 + UDP header built here (iov[0])
+    iovec iov[4];             ///< [ip6udp,] header, payload, trailer
+    std::uint8_t iov_first = 1, iov_count = 2;
   };
   struct Plane {
     IpAddr addr;
     int rx_fd = -1;
+    int ifindex = 0;            ///< 0: not watched
+    bool link_up = true;        ///< as last reported by the kernel
+    bool link_suspect = false;  ///< a send failed as if the link were down: ask the kernel
+    Time next_link_query = 0;
     std::vector<std::int32_t> sock_of_sport;  ///< sport - base -> index into socks; -1 none, -2 failed
     std::vector<SendSock> socks;
     std::vector<TxSlot> batch;
@@ -182,6 +251,7 @@ class UdpEndpoint {
     std::vector<IpAddr> addrs;
     std::vector<sockaddr_in6> dst;  ///< per plane, port 4791
     std::vector<socklen_t> dst_len;
+    std::vector<sockaddr_in6> carriers;  ///< SRv6: [plane * paths + path], port 0 (raw socket)
   };
   enum class CmdType : std::uint8_t { kSend, kRecv };
   struct Cmd {
@@ -198,11 +268,18 @@ class UdpEndpoint {
   std::size_t transmit(Time now);
   void enqueue(const engine::TxPacket& pkt);
   void flush(std::uint32_t plane);
+  /// SRv6 mode: the carrier destination and the IPv6 + UDP header of a slot (iov[0]).
+  void build_srv6(TxSlot& s, std::uint32_t plane, const Peer& peer, std::uint16_t sport);
+  bool check_srv6(std::string& err) const;
   std::int32_t send_socket(std::uint32_t plane, std::uint16_t sport);
   void drain_commands(Time now);
   void export_completions();
   void thread_main();
   void wake();
+  bool open_link_watch(std::string& err);
+  void request_link(int ifindex);
+  void read_links(Time now);
+  void query_suspect_links(Time now);
   std::uint32_t lookup_peer(std::uint32_t plane, const sockaddr_in6& src) const;
 
   UdpConfig cfg_;
@@ -214,6 +291,10 @@ class UdpEndpoint {
   Impairment impair_;
   int epfd_ = -1;
   int evfd_ = -1;
+  int nlfd_ = -1;  ///< rtnetlink, RTMGRP_LINK
+  std::vector<std::uint8_t> nl_buf_;
+  Time next_link_read_ = 0;
+  bool links_suspect_ = false;
   engine::TxPacket staging_;
   std::uint64_t cmd_refused_ = 0;
   std::uint32_t free_mask_ = 0;
@@ -237,6 +318,7 @@ class UdpEndpoint {
   const std::function<void(engine::Endpoint&)>* exec_fn_ = nullptr;
   bool exec_done_ = false;
   std::atomic<bool> exec_pending_{false};
+  std::function<void()> export_hook_;
 };
 
 }  // namespace mrc::io

@@ -44,6 +44,10 @@ struct IoPair {
   std::vector<std::uint8_t> src, dst;
   const engine::MemoryRegion* mra = nullptr;
   const engine::MemoryRegion* mrb = nullptr;
+  /// Set before open(): a's QP sends with key_ab and checks key_ba, b's the other way round.
+  bool auth = false;
+  engine::MacKey key_ab{0x0123456789abcdefull, 0x1122334455667788ull};
+  engine::MacKey key_ba{0x99aabbccddeeff00ull, 0x0f1e2d3c4b5a6978ull};
 
   /// Addresses 127.<net>.<plane>.1 (a) and .2 (b); `impair` applies to b's receive path.
   bool open(std::uint32_t planes, std::size_t bytes, int net, const io::ImpairConfig& impair_b = {},
@@ -75,8 +79,10 @@ struct IoPair {
     qb = b->engine().create_qp(qp_config(planes, 2));
     const std::uint32_t psn_ab = 0x123456, psn_ba = 0xABCDE;
     const Time t = io::UdpEndpoint::now();
-    EXPECT_EQ(a->engine().connect_qp(qa, engine::QpRemote{peer_b, qb, psn_ab, psn_ba, 8, 128}, t), 0);
-    EXPECT_EQ(b->engine().connect_qp(qb, engine::QpRemote{peer_a, qa, psn_ba, psn_ab, 8, 128}, t), 0);
+    const engine::QpRemote ra{peer_b, qb, psn_ab, psn_ba, 8, 128, {auth, key_ab, key_ba}};
+    const engine::QpRemote rb{peer_a, qa, psn_ba, psn_ab, 8, 128, {auth, key_ba, key_ab}};
+    EXPECT_EQ(a->engine().connect_qp(qa, ra, t), 0);
+    EXPECT_EQ(b->engine().connect_qp(qb, rb, t), 0);
     return mra && mrb && qa && qb && peer_a && peer_b;
   }
 

@@ -183,5 +183,40 @@ TEST(Oob, MalformedBodiesAreRejected) {
   EXPECT_FALSE(decode_values_body(short_values, vals, err));
 }
 
+TEST(Oob, AuthKeyRoundTripsAndBothSidesMustAgree) {
+  ConnInfo mine = sample(5, "127.0.0."), theirs = sample(6, "127.0.0.");
+  std::string err;
+  engine::QpAuth qa;
+  ASSERT_TRUE(qp_auth(mine, theirs, qa, err)) << err;
+  EXPECT_FALSE(qa.on);
+  mine.auth = theirs.auth = true;
+  ASSERT_TRUE(random_mac_key(mine.auth_key, err)) << err;
+  ASSERT_TRUE(random_mac_key(theirs.auth_key, err)) << err;
+  EXPECT_NE(mine.auth_key, theirs.auth_key);
+  EXPECT_NE(mine.auth_key, engine::MacKey{});
+  const std::vector<std::uint8_t> framed = encode_conn_info(theirs);
+  ConnInfo got;
+  ASSERT_TRUE(decode_conn_info_body(std::span(framed).subspan(12), got, err)) << err;
+  EXPECT_EQ(got, theirs);
+  ASSERT_TRUE(qp_auth(mine, got, qa, err)) << err;
+  EXPECT_TRUE(qa.on);
+  EXPECT_EQ(qa.tx, mine.auth_key);
+  EXPECT_EQ(qa.rx, theirs.auth_key);
+  // One side only: a clear error on both sides, never a silently dead connection.
+  theirs.auth = false;
+  EXPECT_FALSE(qp_auth(mine, theirs, qa, err));
+  EXPECT_NE(err.find("does not authenticate"), std::string::npos) << err;
+  EXPECT_FALSE(qp_auth(theirs, mine, qa, err));
+  EXPECT_NE(err.find("requires authenticated"), std::string::npos) << err;
+  // A bad flag and a cut key are refused.
+  std::vector<std::uint8_t> body(framed.begin() + 12, framed.end());
+  auto bad_flag = body;
+  bad_flag[body.size() - 17] = 2;
+  EXPECT_FALSE(decode_conn_info_body(bad_flag, got, err));
+  EXPECT_NE(err.find("authentication flag"), std::string::npos) << err;
+  EXPECT_FALSE(decode_conn_info_body(std::span(body).first(body.size() - 1), got, err));
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace mrc::io
