@@ -4,23 +4,35 @@
 //   mrc perf --client 127.0.0.1 [--local A,B,C,D] [-a | -s SIZE] [-n ITERS | -D SECONDS] [-q QPS] [--imm]
 //
 // The client connects to the server over TCP (out of band), both exchange QPN / PSN / rkey / VA /
-// plane addresses per QP, then the client runs RDMA WRITE (or WRITE_WITH_IMM) bandwidth tests,
-// a WRITE_IMM ping-pong for latency, and finally asks the server for a CRC-32 of every region it
-// wrote and compares it with its own.
+// plane addresses per QP, then the client runs RDMA WRITE (or WRITE_WITH_IMM) bandwidth tests and
+// a WRITE_IMM ping-pong for latency.
+//
+// Every byte written is verified: the region of each QP is filled with a pattern derived from
+// (seed, QP, verification window, offset). When the region is used up (or a size or the latency
+// phase ends) the client waits for its writes to complete and asks the server, out of band, to
+// compare the bytes written in that window with the same pattern; the next window uses a new
+// pattern, so a lost, misplaced or stale write always shows up as a mismatch. With the default
+// region (the whole transfer of a size, up to 1 GiB per QP) a count-mode run has no pause.
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
-#include "common/rng.hpp"
 #include "engine/ev_sets.hpp"
 #include "engine/qp.hpp"
 #include "io/impair.hpp"
@@ -35,12 +47,16 @@ namespace {
 
 constexpr std::uint64_t kHello = 0x4D52435045524631ull;  // "MRCPERF1"
 constexpr std::uint64_t kVerify = 0x5645524946590000ull;
+constexpr std::uint64_t kDone = 0x444F4E4500000000ull;
 constexpr std::uint32_t kPingBit = 0x80000000u;
 constexpr std::uint32_t kPongBit = 0x40000000u;
 constexpr std::uint32_t kRecvsPerQp = 512;
 constexpr Duration kOobTimeout = 30'000'000'000ull;
 constexpr Duration kStallLimit = 10'000'000'000ull;  // no completion for this long = give up
 constexpr std::uint32_t kMaxQps = 256;
+constexpr std::uint64_t kMaxRegion = 1ull << 30;       ///< per QP
+constexpr std::uint64_t kMaxRegionTotal = 4ull << 30;  ///< over all QPs, allocated on both sides
+constexpr std::uint64_t kTimedRegion = 256ull << 20;   ///< default per-QP region of a timed run
 
 struct PerfOptions {
   bool server = false;
@@ -57,13 +73,17 @@ struct PerfOptions {
   std::uint32_t tx_depth = 64;
   std::uint32_t lat_iters = 1000;
   std::uint32_t lat_size = 8;
-  std::uint32_t pmtu = 4096;
+  std::uint32_t pmtu = 0;  ///< 0: the largest of 4096..256 that fits every plane's interface MTU
   std::string cc = "none";
   double rate_gbps = 10;  ///< per plane, for NSCC
-  std::uint32_t evs_per_plane = 8;
+  /// 32 active EVs per plane: with 8, an ECMP stage hashing them over 2 next hops splits them 7:1
+  /// or worse on 7 % of planes (binomial); with 32, beyond 1.5x a next hop's share on 0.2 %.
+  std::uint32_t evs_per_plane = 32;
   std::uint32_t backup_per_plane = 2;
   std::uint8_t timeout = 15;  ///< 33.5 ms: loopback queues under a full window reach several ms
   std::string ev_mode = "udp";
+  std::vector<std::string> srv6_paths;  ///< --ev-mode srv6: uSID paths, hex uSIDs joined by ':'
+  bool auth = false;                    ///< MAC-authenticated packets (client: use; server: require)
   std::string impair;
   std::string impair_file;
   std::string pcap;
@@ -71,6 +91,8 @@ struct PerfOptions {
   bool json = false;
   bool metrics = false;
   std::uint64_t seed = 1;
+  std::uint32_t interval_ms = 0;  ///< goodput time series period (0 = off)
+  std::uint64_t window = 0;       ///< per-QP region (0 = automatic)
 };
 
 PerfOptions g_opt;
@@ -141,11 +163,12 @@ struct Params {  // what the client tells the server
   std::uint32_t timeout = 12;
   std::uint32_t ev_mode = 0;
   std::uint32_t planes = 4;
+  std::uint64_t seed = 1;  ///< of the data pattern
   std::vector<std::uint64_t> encode() const {
-    return {kHello, qps, region, pmtu, cc, evs_per_plane, backup_per_plane, timeout, ev_mode, planes};
+    return {kHello, qps, region, pmtu, cc, evs_per_plane, backup_per_plane, timeout, ev_mode, planes, seed};
   }
   bool decode(const std::vector<std::uint64_t>& v, std::string& err) {
-    if (v.size() != 10 || v[0] != kHello) {
+    if (v.size() != 11 || v[0] != kHello) {
       err = "client parameters: not an mrc perf hello";
       return false;
     }
@@ -158,9 +181,10 @@ struct Params {  // what the client tells the server
     timeout = static_cast<std::uint32_t>(v[7]);
     ev_mode = static_cast<std::uint32_t>(v[8]);
     planes = static_cast<std::uint32_t>(v[9]);
-    if (qps == 0 || qps > kMaxQps || region == 0 || region > (1ull << 30) || pmtu < 256 || pmtu > 4096 ||
-        evs_per_plane == 0 || evs_per_plane > 256 || backup_per_plane > 256 || timeout > 24 || ev_mode > 1 ||
-        planes == 0 || planes > engine::kMaxPorts) {
+    seed = v[10];
+    if (qps == 0 || qps > kMaxQps || region == 0 || region > kMaxRegion || region * qps > kMaxRegionTotal ||
+        pmtu < 256 || pmtu > 4096 || evs_per_plane == 0 || evs_per_plane > 256 || backup_per_plane > 256 ||
+        timeout > 24 || ev_mode > 2 || planes == 0 || planes > engine::kMaxPorts) {
       err = "client parameters out of range";
       return false;
     }
@@ -168,11 +192,47 @@ struct Params {  // what the client tells the server
   }
 };
 
+/// "2001" or "1001:2002:1002" (hex uSIDs) per path; each side lists its own paths to the other.
+bool parse_srv6_paths(const std::vector<std::string>& in, io::Srv6Config& out, std::string& err) {
+  if (in.empty()) {
+    err = "SRv6 mode needs --srv6-paths (the uSIDs of each path, e.g. 2001,2002)";
+    return false;
+  }
+  out.paths.clear();
+  for (const std::string& p : in) {
+    std::vector<std::uint16_t> usids;
+    std::size_t at = 0;
+    for (;;) {
+      const std::size_t end = std::min(p.find(':', at), p.size());
+      const std::string u = p.substr(at, end - at);
+      const bool hex = !u.empty() && u.size() <= 4 &&
+                       std::all_of(u.begin(), u.end(), [](char ch) { return std::isxdigit(ch) != 0; });
+      const unsigned long v = hex ? std::stoul(u, nullptr, 16) : 0;
+      if (v == 0) {
+        err = "--srv6-paths: '" + p + "' is not a list of non-zero hex uSIDs joined by ':'";
+        return false;
+      }
+      usids.push_back(static_cast<std::uint16_t>(v));
+      if (end == p.size()) break;
+      at = end + 1;
+    }
+    out.paths.push_back(std::move(usids));
+  }
+  return true;
+}
+
+/// Opt-in authentication: this side's announcement carries a fresh transmit key.
+bool add_auth_key(io::ConnInfo& c, std::string& err) {
+  c.auth = true;
+  return io::random_mac_key(c.auth_key, err);
+}
+
 bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std::vector<io::IpAddr>& local,
                   std::string& err) {
   io::UdpConfig uc;
   uc.planes = local;
-  uc.ev_mode = prm.ev_mode == 1 ? io::EvMode::kStev : io::EvMode::kUdp;
+  uc.ev_mode = prm.ev_mode == 2 ? io::EvMode::kSrv6 : prm.ev_mode == 1 ? io::EvMode::kStev : io::EvMode::kUdp;
+  if (uc.ev_mode == io::EvMode::kSrv6 && !parse_srv6_paths(o.srv6_paths, uc.srv6, err)) return false;
   uc.engine.seed = o.seed * 2 + (o.server ? 1 : 2);
   uc.max_packet = prm.pmtu + 256;
   if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, uc.impair, err)) return false;
@@ -244,6 +304,7 @@ bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::v
     r.rq_psn = theirs[q].psn;
     r.peer_mpr_dest = theirs[q].mpr_dest;
     r.peer_max_wimm_dest = theirs[q].max_wimm_dest;
+    if (!io::qp_auth(mine[q], theirs[q], r.auth, err)) return false;
     const int rc = s.ep->engine().connect_qp(s.qpns[q], r, io::UdpEndpoint::now());
     if (rc != 0) {
       err = "connect_qp failed: " + std::string(std::strerror(rc));
@@ -254,8 +315,106 @@ bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::v
   return true;
 }
 
-std::uint32_t region_crc(const std::uint8_t* p, std::uint64_t len) {
-  return wire::crc32_update(0xFFFFFFFFu, {p, static_cast<std::size_t>(len)}) ^ 0xFFFFFFFFu;
+// ------------------------------------------------------------------------------------------------
+// Data pattern: the 8-byte word at offset i of a region is mix64(key + i), key = f(seed, QP, window).
+
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t pattern_key(std::uint64_t seed, std::size_t q, std::uint64_t window) {
+  return mix64(mix64(seed) ^ (static_cast<std::uint64_t>(q) << 40) ^ window);
+}
+
+/// Writes bytes [0, len) of a region whose byte 0 is at region offset `base` (a multiple of 8).
+void fill_pattern(std::uint8_t* p, std::uint64_t base, std::uint64_t len, std::uint64_t key) {
+  std::uint64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    const std::uint64_t w = mix64(key + base + i);
+    std::memcpy(p + i, &w, 8);
+  }
+  if (i < len) {
+    const std::uint64_t w = mix64(key + base + i);
+    std::memcpy(p + i, &w, static_cast<std::size_t>(len - i));
+  }
+}
+
+/// Bytes of region[0, len) that differ from the pattern `key`.
+std::uint64_t pattern_mismatches(const std::uint8_t* region, std::uint64_t len, std::uint64_t key) {
+  constexpr std::uint64_t kChunk = 1 << 16;
+  std::vector<std::uint8_t> want(kChunk);
+  std::uint64_t bad = 0;
+  for (std::uint64_t off = 0; off < len; off += kChunk) {
+    const std::uint64_t n = std::min(kChunk, len - off);
+    fill_pattern(want.data(), off, n, key);
+    if (std::memcmp(want.data(), region + off, static_cast<std::size_t>(n)) == 0) continue;
+    for (std::uint64_t i = 0; i < n; ++i) bad += want[i] != region[off + i];
+  }
+  return bad;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Path MTU from the interfaces
+
+/// IP + UDP + the largest MRC header + room for a trailer (ICRC, authentication tag).
+std::uint32_t packet_overhead(int family) {
+  return (family == AF_INET6 ? 40u : 20u) + 8u + static_cast<std::uint32_t>(wire::kMaxHeaderSize) + 32u;
+}
+
+/// MTU of the interface holding `a` (127/8 and ::1 belong to lo); 0 if no interface has it.
+std::uint32_t interface_mtu(const io::IpAddr& a) {
+  const bool loop = a.family == AF_INET
+                        ? a.bytes[0] == 127
+                        : a == io::IpAddr{AF_INET6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
+  std::string name = loop ? "lo" : "";
+  ifaddrs* ifs = nullptr;
+  if (name.empty() && ::getifaddrs(&ifs) == 0) {
+    for (const ifaddrs* i = ifs; i != nullptr && name.empty(); i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a.family) continue;
+      const void* raw =
+          a.family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr)
+              : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr);
+      if (std::memcmp(raw, a.bytes.data(), a.family == AF_INET ? 4 : 16) == 0) name = i->ifa_name;
+    }
+    ::freeifaddrs(ifs);
+  }
+  if (name.empty()) return 0;
+  ifreq r{};
+  std::strncpy(r.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const bool ok = fd >= 0 && ::ioctl(fd, SIOCGIFMTU, &r) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok && r.ifr_mtu > 0 ? static_cast<std::uint32_t>(r.ifr_mtu) : 0;
+}
+
+/// Checks `pmtu` against every plane's MTU, or (pmtu == 0) picks the largest of 4096, 2048, ...,
+/// 256 that fits all of them, so no datagram is ever fragmented (the send sockets set DF).
+bool choose_pmtu(const std::vector<io::IpAddr>& planes, std::uint32_t& pmtu, std::string& err) {
+  std::uint32_t fit = 4096;
+  for (const io::IpAddr& a : planes) {
+    const std::uint32_t mtu = interface_mtu(a);
+    if (mtu == 0) {
+      err = "no interface has the plane address " + a.str() + " (cannot read its MTU; give --pmtu)";
+      return false;
+    }
+    const std::uint32_t room = mtu > packet_overhead(a.family) ? mtu - packet_overhead(a.family) : 0;
+    if (pmtu != 0 && pmtu > room) {
+      err = "--pmtu " + std::to_string(pmtu) + " does not fit the MTU " + std::to_string(mtu) + " of plane " +
+            a.str() + " (at most " + std::to_string(room) + " payload bytes)";
+      return false;
+    }
+    while (fit >= 256 && fit > room) fit /= 2;
+  }
+  if (pmtu != 0) return true;
+  if (fit < 256) {
+    err = "a plane's MTU is too small for a 256-byte payload";
+    return false;
+  }
+  pmtu = fit;
+  return true;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -291,6 +450,10 @@ int run_server(const PerfOptions& o) {
     std::fprintf(stderr, "mrc perf: client uses %u planes, server has %zu\n", prm.planes, local.size());
     return 1;
   }
+  if (std::uint32_t pmtu = prm.pmtu; !choose_pmtu(local, pmtu, err)) {
+    std::fprintf(stderr, "mrc perf: client's %s\n", err.c_str());
+    return 1;
+  }
   Session s;
   if (!open_session(s, o, prm, local, err)) {
     std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
@@ -299,7 +462,8 @@ int run_server(const PerfOptions& o) {
   std::vector<io::ConnInfo> mine, theirs(prm.qps);
   for (std::uint32_t q = 0; q < prm.qps; ++q) mine.push_back(local_info(s, q, local));
   for (std::uint32_t q = 0; q < prm.qps; ++q) {
-    if (!ch->recv_conn_info(theirs[q], kOobTimeout, err) || !ch->send_conn_info(mine[q], err)) {
+    if (!ch->recv_conn_info(theirs[q], kOobTimeout, err) ||
+        ((theirs[q].auth || o.auth) && !add_auth_key(mine[q], err)) || !ch->send_conn_info(mine[q], err)) {
       std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
       return 1;
     }
@@ -313,9 +477,9 @@ int run_server(const PerfOptions& o) {
     std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
     return 1;
   }
-  const double cpu0 = cpu_seconds();
+  double cpu0 = cpu_seconds();
   if (o.progress_thread) s.ep->start();
-  std::uint64_t pongs = 0, recvs = 0;
+  std::uint64_t pongs = 0, recvs = 0, verified = 0;
   for (std::uint64_t spin = 0;; ++spin) {
     if (!o.progress_thread) s.progress();
     engine::Completion c;
@@ -323,9 +487,12 @@ int run_server(const PerfOptions& o) {
       if (!c.is_recv) continue;
       ++recvs;
       s.ep->post_recv(c.qpn, c.wr_id);
-      if (c.status == engine::WcStatus::kSuccess && c.has_imm && (c.imm & kPingBit) != 0) {
+      if (c.status == engine::WcStatus::kSuccess && c.has_imm && (c.imm & kPingBit) != 0 && c.byte_len > 0) {
+        // the pong returns the ping's bytes from where the ping wrote them
         const std::size_t q = s.qp_index(c.qpn);
-        s.ep->post_send(c.qpn, s.write_wr(q, 1ull << 40, 0, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
+        const std::uint64_t off = ((c.imm & 0xFFFFFF) % (s.region / c.byte_len)) * c.byte_len;
+        s.ep->post_send(c.qpn,
+                        s.write_wr(q, 1ull << 40, off, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
         ++pongs;
       }
     }
@@ -336,32 +503,44 @@ int run_server(const PerfOptions& o) {
       std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
       return 1;
     }
-    if (vals.size() != 2 || vals[0] != kVerify || vals[1] > s.region) {
+    const bool verify =
+        vals.size() == 2 + prm.qps && vals[0] == kVerify &&
+        std::all_of(vals.begin() + 2, vals.end(), [&](std::uint64_t b) { return b <= s.region; });
+    if (!verify && !(vals.size() == 1 && vals[0] == kDone)) {
       std::fprintf(stderr, "mrc perf: unexpected control message\n");
       return 1;
     }
-    if (o.progress_thread) s.ep->stop();
     std::vector<std::uint64_t> reply;
-    for (std::uint32_t q = 0; q < prm.qps; ++q) reply.push_back(region_crc(s.region_of(q), vals[1]));
-    reply.push_back(static_cast<std::uint64_t>((cpu_seconds() - cpu0) * 1e6));
+    if (verify) {  // {kVerify, window, bytes written per QP}: mismatching bytes per QP
+      const double cpu_before = cpu_seconds();
+      for (std::uint32_t q = 0; q < prm.qps; ++q)
+        reply.push_back(pattern_mismatches(s.region_of(q), vals[2 + q], pattern_key(prm.seed, q, vals[1])));
+      verified += std::accumulate(vals.begin() + 2, vals.end(), std::uint64_t{0});
+      cpu0 += cpu_seconds() - cpu_before;  // the reported CPU time is the data path's
+    } else {
+      if (o.progress_thread) s.ep->stop();
+      reply.push_back(static_cast<std::uint64_t>((cpu_seconds() - cpu0) * 1e6));
+    }
     if (!ch->send_values(reply, err)) {
       std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
       return 1;
     }
-    break;
+    if (!verify) break;
   }
   if (o.json) {
     nlohmann::json j;
     j["role"] = "server";
     j["recv_completions"] = recvs;
     j["pongs"] = pongs;
+    j["verified_bytes"] = verified;
     j["cpu_s"] = cpu_seconds() - cpu0;
     if (o.metrics) j["metrics"] = io::metrics_json(*s.ep);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("mrc perf server: done, %llu receive completions, %llu pongs, CPU %.2f s\n",
-                static_cast<unsigned long long>(recvs), static_cast<unsigned long long>(pongs),
-                cpu_seconds() - cpu0);
+    std::printf(
+        "mrc perf server: done, %llu receive completions, %llu pongs, %llu bytes verified, CPU %.2f s\n",
+        static_cast<unsigned long long>(recvs), static_cast<unsigned long long>(pongs),
+        static_cast<unsigned long long>(verified), cpu_seconds() - cpu0);
     if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
   }
   return 0;
@@ -370,11 +549,25 @@ int run_server(const PerfOptions& o) {
 // ------------------------------------------------------------------------------------------------
 // Client
 
+struct Interval {
+  double t_s = 0;     ///< end, seconds since the size started (pauses included)
+  double unix_s = 0;  ///< end, CLOCK_REALTIME (to line up with fault injection times)
+  double ms = 0;      ///< length
+  std::uint64_t bytes = 0, rtx = 0;
+};
+
 struct SizeResult {
   std::uint64_t bytes = 0, iterations = 0;
   double seconds = 0, gbps = 0, mpps = 0, pps = 0, cpu_s = 0;
   std::uint64_t packets = 0, rtx = 0;
+  std::vector<Interval> intervals;
 };
+
+double unix_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 /// Sum of sent datagrams over planes.
 std::uint64_t tx_packets(const io::UdpEndpoint& ep) {
@@ -389,34 +582,128 @@ std::uint64_t rtx_total(const Session& s) {
   return n;
 }
 
-bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, SizeResult& r, std::uint64_t& covered,
+/// The client's side of the byte-for-byte check (see the top of the file).
+struct Verifier {
+  io::OobChannel* ch = nullptr;
+  std::uint64_t seed = 0;
+  std::uint64_t window = 0;
+  std::vector<std::uint64_t> ready;  ///< per QP: region bytes holding this window's pattern
+  std::uint64_t checked = 0, bad = 0;
+  Duration pause = 0;  ///< time spent filling and checking (left out of the measured rates)
+
+  /// Makes region[0, bytes) of QP q hold the current window's pattern.
+  void prepare(Session& s, std::size_t q, std::uint64_t bytes) {
+    if (bytes <= ready[q]) return;
+    const Time t0 = io::UdpEndpoint::now();
+    const std::uint64_t from = ready[q] & ~std::uint64_t{7};  // the pattern is laid out in 8-byte words
+    fill_pattern(s.region_of(q) + from, from, bytes - from, pattern_key(seed, q, window));
+    ready[q] = bytes;
+    pause += io::UdpEndpoint::now() - t0;
+  }
+  /// Has the server compare what this window wrote (all of it completed), then opens the next one.
+  bool check(const std::vector<std::uint64_t>& written, std::string& err) {
+    const Time t0 = io::UdpEndpoint::now();
+    std::vector<std::uint64_t> req{kVerify, window};
+    req.insert(req.end(), written.begin(), written.end());
+    std::vector<std::uint64_t> rep;
+    if (!ch->send_values(req, err) || !ch->recv_values(rep, kOobTimeout, err)) return false;
+    if (rep.size() != written.size()) {
+      err = "bad verification reply";
+      return false;
+    }
+    checked += std::accumulate(written.begin(), written.end(), std::uint64_t{0});
+    bad += std::accumulate(rep.begin(), rep.end(), std::uint64_t{0});
+    ++window;
+    std::fill(ready.begin(), ready.end(), 0);
+    pause += io::UdpEndpoint::now() - t0;
+    return true;
+  }
+};
+
+bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, SizeResult& r,
             std::string& err) {
   const std::size_t nq = s.qpns.size();
-  const std::uint64_t slots = std::max<std::uint64_t>(1, s.region / size);
+  const std::uint64_t slots = s.region / size;  // messages per QP and verification window
   const bool timed = o.duration > 0;
   const std::uint64_t per_qp = timed ? UINT64_MAX : o.iters;
-  std::vector<std::uint64_t> posted(nq, 0), done(nq, 0);
-  const double cpu0 = cpu_seconds();
+  std::vector<std::uint64_t> posted(nq, 0), done(nq, 0), base(nq, 0), written(nq);
+  const auto start_window = [&] {
+    for (std::size_t q = 0; q < nq; ++q) {
+      base[q] = posted[q];
+      v.prepare(s, q, std::min(slots, per_qp - posted[q]) * size);
+    }
+  };
+  const auto end_window = [&] {
+    for (std::size_t q = 0; q < nq; ++q) written[q] = std::min(posted[q] - base[q], slots) * size;
+    return v.check(written, err);
+  };
   const std::uint64_t pk0 = tx_packets(*s.ep), rtx0 = rtx_total(s);
+  start_window();
+  const Duration pause0 = v.pause;
+  double cpu0 = cpu_seconds();  // the reported CPU time leaves pattern work out
   const Time t0 = io::UdpEndpoint::now();
-  const Time stop_at = timed ? t0 + static_cast<Time>(o.duration * 1e9) : kNever;
+  Time stop_at = timed ? t0 + static_cast<Time>(o.duration * 1e9) : kNever;
   Time last_progress = t0;
+  const Duration iv = static_cast<Duration>(o.interval_ms) * 1'000'000;
+  Time iv_start = t0;
+  std::uint64_t iv_bytes = 0, iv_rtx = rtx0;
+  const auto close_interval = [&](Time t) {
+    const std::uint64_t rtx = rtx_total(s);
+    r.intervals.push_back(Interval{static_cast<double>(t - t0) * 1e-9, unix_now(),
+                                   static_cast<double>(t - iv_start) * 1e-6, iv_bytes, rtx - iv_rtx});
+    const Interval& x = r.intervals.back();
+    const double gbps = static_cast<double>(x.bytes) * 8e-6 / x.ms;
+    if (!o.json) {
+      std::printf("  %9.3f s  %9.3f Gb/s  rtx %llu\n", x.t_s, gbps, static_cast<unsigned long long>(x.rtx));
+      std::fflush(stdout);
+    } else {  // also as it happens, so a run that never finishes still leaves its time series
+      std::fprintf(stderr,
+                   "{\"interval\":{\"t_s\":%.6f,\"unix_s\":%.6f,\"ms\":%.3f,\"bytes\":%llu,\"gbps\":%.6f,"
+                   "\"rtx\":%llu}}\n",
+                   x.t_s, x.unix_s, x.ms, static_cast<unsigned long long>(x.bytes), gbps,
+                   static_cast<unsigned long long>(x.rtx));
+    }
+    iv_start = t;
+    iv_bytes = 0;
+    iv_rtx = rtx;
+  };
   bool posting = true;
   for (;;) {
     const Time t = io::UdpEndpoint::now();
     if (t >= stop_at) posting = false;
-    bool outstanding = false;
+    bool outstanding = false, more = false;
     for (std::size_t q = 0; q < nq; ++q) {
-      while (posting && posted[q] < per_qp && posted[q] - done[q] < o.tx_depth) {
-        const std::uint64_t off = (posted[q] % slots) * size;
+      while (posting && posted[q] < per_qp && posted[q] - base[q] < slots &&
+             posted[q] - done[q] < o.tx_depth) {
+        const std::uint64_t off = (posted[q] - base[q]) * size;
         const engine::SendWr w = s.write_wr(q, posted[q], off, static_cast<std::uint32_t>(size), o.imm,
                                             static_cast<std::uint32_t>(posted[q] & 0xFFFFFF));
         if (s.ep->post_send(s.qpns[q], w) != 0) break;
         ++posted[q];
       }
-      outstanding |= done[q] < posted[q] || (posting && posted[q] < per_qp);
+      outstanding |= done[q] < posted[q];
+      more |= posting && posted[q] < per_qp;
     }
-    if (!outstanding) break;
+    if (!outstanding) {
+      if (!more) break;
+      for (std::size_t q = 0; q < nq; ++q)
+        if (posted[q] < per_qp && posted[q] - base[q] < slots) {
+          err = "post_send refused with nothing outstanding";
+          return false;
+        }
+      // Region used up: check it, refill it with the next window's pattern, go on.
+      const Duration before = v.pause;
+      const double cpu_before = cpu_seconds();
+      if (iv != 0) close_interval(t);
+      if (!end_window()) return false;
+      start_window();
+      cpu0 += cpu_seconds() - cpu_before;
+      const Duration paused = v.pause - before;
+      if (stop_at != kNever) stop_at += paused;
+      iv_start += paused;
+      last_progress += paused;
+      continue;
+    }
     s.progress();
     engine::Completion c;
     while (s.ep->poll_completion(c)) {
@@ -429,35 +716,43 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, SizeResult& r,
         return false;
       }
       ++done[s.qp_index(c.qpn)];
+      iv_bytes += size;
       last_progress = t;
     }
+    if (iv != 0 && t - iv_start >= iv) close_interval(t);
     if (t - last_progress > kStallLimit) {
       err = "no completion for 10 s (is the server reachable on every plane?)";
       return false;
     }
   }
   const Time t1 = io::UdpEndpoint::now();
+  if (iv != 0 && iv_bytes != 0) close_interval(t1);
+  const Duration active = t1 - t0 - (v.pause - pause0);
+  r.cpu_s = cpu_seconds() - cpu0;
+  if (!end_window()) return false;
   r.bytes = size;
   r.iterations = 0;
   for (std::size_t q = 0; q < nq; ++q) r.iterations += done[q];
-  r.seconds = static_cast<double>(t1 - t0) * 1e-9;
+  r.seconds = static_cast<double>(active) * 1e-9;
   r.gbps = static_cast<double>(r.iterations * size) * 8 / r.seconds * 1e-9;
   r.mpps = static_cast<double>(r.iterations) / r.seconds * 1e-6;
   r.packets = tx_packets(*s.ep) - pk0;
   r.pps = static_cast<double>(r.packets) / r.seconds;
-  r.cpu_s = cpu_seconds() - cpu0;
   r.rtx = rtx_total(s) - rtx0;
-  std::uint64_t max_posted = 0;
-  for (std::size_t q = 0; q < nq; ++q) max_posted = std::max(max_posted, posted[q]);
-  covered = std::max(covered, std::min(max_posted, slots) * size);
   return true;
 }
 
-bool run_latency(Session& s, const PerfOptions& o, std::vector<double>& rtt_us, std::string& err) {
+/// WRITE_IMM ping-pong on QP 0; ping i writes its own slot of the region, so every ping's bytes are
+/// checked afterwards (up to a region's worth).
+bool run_latency(Session& s, const PerfOptions& o, Verifier& v, std::vector<double>& rtt_us,
+                 std::string& err) {
+  const std::uint64_t slots = s.region / o.lat_size;
+  v.prepare(s, 0, std::min<std::uint64_t>(slots, o.lat_iters) * o.lat_size);
   for (std::uint32_t i = 0; i < o.lat_iters; ++i) {
     const std::uint32_t tag = i & 0xFFFFFF;
+    const std::uint64_t off = (tag % slots) * o.lat_size;
     const Time t0 = io::UdpEndpoint::now();
-    if (s.ep->post_send(s.qpns[0], s.write_wr(0, 1ull << 41, 0, o.lat_size, true, kPingBit | tag)) != 0) {
+    if (s.ep->post_send(s.qpns[0], s.write_wr(0, 1ull << 41, off, o.lat_size, true, kPingBit | tag)) != 0) {
       err = "latency: post_send refused";
       return false;
     }
@@ -481,7 +776,9 @@ bool run_latency(Session& s, const PerfOptions& o, std::vector<double>& rtt_us, 
     }
     rtt_us.push_back(static_cast<double>(io::UdpEndpoint::now() - t0) * 1e-3);
   }
-  return true;
+  std::vector<std::uint64_t> written(s.qpns.size(), 0);
+  written[0] = std::min<std::uint64_t>(slots, o.lat_iters) * o.lat_size;
+  return v.check(written, err);
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -509,17 +806,25 @@ int run_client(const PerfOptions& o) {
     sizes.push_back(o.size);
   }
   const std::uint64_t max_size = *std::max_element(sizes.begin(), sizes.end());
-  if (max_size == 0 || max_size > (1u << 30)) return fail("message size must be 1 B .. 1 GiB");
-  if (o.lat_size > max_size && o.lat_iters > 0) return fail("--lat-size larger than the region");
+  if (max_size == 0 || max_size > kMaxRegion) return fail("message size must be 1 B .. 1 GiB");
+  if (o.pmtu != 0 && o.pmtu < 256) return fail("--pmtu must be 256 .. 4096 (0 = from the interface MTU)");
   Params prm;
   prm.qps = o.qps;
-  prm.region = std::max<std::uint64_t>(max_size, 4u << 20);
+  // Default region: a whole count-mode transfer (no verification pause), within the memory caps.
+  std::uint64_t need = o.duration > 0 ? kTimedRegion : 0;
+  for (const std::uint64_t sz : sizes) need = std::max(need, o.duration > 0 ? 0 : sz * o.iters);
+  prm.region = o.window != 0 ? o.window : std::min({need, kMaxRegion, kMaxRegionTotal / o.qps});
+  prm.region = std::max({prm.region, max_size, std::uint64_t{o.lat_size}, std::uint64_t{4096}});
+  if (prm.region > kMaxRegion || prm.region * o.qps > kMaxRegionTotal)
+    return fail("--window: at most 1 GiB per QP and 4 GiB over all QPs");
   prm.pmtu = o.pmtu;
+  if (!choose_pmtu(local, prm.pmtu, err)) return fail(err);
+  prm.seed = o.seed;
   prm.cc = o.cc == "nscc" ? 1 : 0;
   prm.evs_per_plane = o.evs_per_plane;
   prm.backup_per_plane = o.backup_per_plane;
   prm.timeout = o.timeout;
-  prm.ev_mode = o.ev_mode == "stev" ? 1 : 0;
+  prm.ev_mode = o.ev_mode == "srv6" ? 2 : o.ev_mode == "stev" ? 1 : 0;
   prm.planes = static_cast<std::uint32_t>(local.size());
   if (!prm.decode(prm.encode(), err)) return fail(err);
 
@@ -529,10 +834,11 @@ int run_client(const PerfOptions& o) {
   if (!ch->send_values(hello, err)) return fail(err);
   Session s;
   if (!open_session(s, o, prm, local, err)) return fail(err);
-  Rng rng(o.seed);
-  for (auto& b : s.buf) b = static_cast<std::uint8_t>(rng.next());
   std::vector<io::ConnInfo> mine, theirs(prm.qps);
   for (std::uint32_t q = 0; q < prm.qps; ++q) mine.push_back(local_info(s, q, local));
+  if (o.auth)
+    for (io::ConnInfo& m : mine)
+      if (!add_auth_key(m, err)) return fail(err);
   for (std::uint32_t q = 0; q < prm.qps; ++q)
     if (!ch->send_conn_info(mine[q], err) || !ch->recv_conn_info(theirs[q], kOobTimeout, err))
       return fail(err);
@@ -545,16 +851,19 @@ int run_client(const PerfOptions& o) {
   if (!o.json) {
     std::printf(
         "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s%s\n", o.qps, local.size(),
-        o.imm ? "WRITE_IMM" : "WRITE", o.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
+        o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
         s.ep->config().impair.enabled() ? (", impair " + io::to_string(s.ep->config().impair)).c_str() : "");
     std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
                 "MsgRate[Mpps]", "Pkt/s", "CPU[s]", "rtx");
   }
   std::vector<SizeResult> results;
-  std::uint64_t covered = 0;
+  Verifier v;
+  v.ch = &*ch;
+  v.seed = o.seed;
+  v.ready.assign(prm.qps, 0);
   for (const std::uint64_t size : sizes) {
     SizeResult r;
-    if (!run_bw(s, o, size, r, covered, err)) return fail(err);
+    if (!run_bw(s, o, size, v, r, err)) return fail(err);
     results.push_back(r);
     if (!o.json) {
       std::printf("%-12llu %-12llu %-12.3f %-14.6f %-12.0f %-10.3f %-8llu\n",
@@ -564,15 +873,15 @@ int run_client(const PerfOptions& o) {
     }
   }
   std::vector<double> rtt;
-  if (o.lat_iters > 0 && !run_latency(s, o, rtt, err)) return fail(err);
-  // Verification: what the server holds must equal what we sent.
-  const std::uint64_t check = std::max<std::uint64_t>(covered, o.lat_iters > 0 ? o.lat_size : 0);
-  const std::uint64_t req[] = {kVerify, check};
-  if (!ch->send_values(req, err) || !ch->recv_values(vals, kOobTimeout, err)) return fail(err);
-  if (vals.size() != prm.qps + 1) return fail("bad verification reply");
-  bool verified = true;
-  for (std::uint32_t q = 0; q < prm.qps; ++q) verified &= vals[q] == region_crc(s.region_of(q), check);
-  const double server_cpu = static_cast<double>(vals[prm.qps]) * 1e-6;
+  if (o.lat_iters > 0 && !run_latency(s, o, v, rtt, err)) return fail(err);
+  const std::uint64_t done_msg[] = {kDone};
+  if (!ch->send_values(done_msg, err) || !ch->recv_values(vals, kOobTimeout, err)) return fail(err);
+  if (vals.size() != 1) return fail("bad final reply");
+  const double server_cpu = static_cast<double>(vals[0]) * 1e-6;
+  std::uint64_t moved = 0;  // bandwidth phase + pings, every byte of which was checked
+  for (const auto& r : results) moved += r.bytes * r.iterations;
+  moved += std::min<std::uint64_t>(prm.region / o.lat_size, o.lat_iters) * o.lat_size;
+  const bool verified = v.bad == 0 && v.checked == moved;
   const double p50 = percentile(rtt, 50), p99 = percentile(rtt, 99);
   if (o.json) {
     nlohmann::json j;
@@ -580,7 +889,9 @@ int run_client(const PerfOptions& o) {
     j["qps"] = o.qps;
     j["planes"] = local.size();
     j["op"] = o.imm ? "WRITE_IMM" : "WRITE";
-    j["pmtu"] = o.pmtu;
+    j["pmtu"] = prm.pmtu;
+    j["evs_per_plane"] = prm.evs_per_plane;
+    j["region_bytes_per_qp"] = prm.region;
     j["cc"] = o.cc;
     j["impair"] = io::to_string(s.ep->config().impair);
     nlohmann::json rs = nlohmann::json::array();
@@ -594,10 +905,26 @@ int run_client(const PerfOptions& o) {
                     {"packets_per_s", r.pps},
                     {"cpu_s", r.cpu_s},
                     {"retransmissions", r.rtx}});
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (o.interval_ms == 0) break;
+      nlohmann::json iv = nlohmann::json::array();
+      for (const Interval& x : results[i].intervals)
+        iv.push_back({{"t_s", x.t_s},
+                      {"unix_s", x.unix_s},
+                      {"ms", x.ms},
+                      {"bytes", x.bytes},
+                      {"gbps", static_cast<double>(x.bytes) * 8e-6 / x.ms},
+                      {"rtx", x.rtx}});
+      rs[i]["intervals"] = iv;
+    }
     j["results"] = rs;
     j["latency"] = {{"iterations", rtt.size()}, {"size", o.lat_size}, {"p50_us", p50}, {"p99_us", p99}};
     j["verified"] = verified;
-    j["verified_bytes_per_qp"] = check;
+    j["bytes_moved"] = moved;
+    j["verified_bytes"] = v.checked;
+    j["mismatched_bytes"] = v.bad;
+    j["verification_windows"] = v.window;
+    j["verify_pause_s"] = static_cast<double>(v.pause) * 1e-9;
     j["server_cpu_s"] = server_cpu;
     if (o.metrics) j["metrics"] = io::metrics_json(*s.ep);
     std::printf("%s\n", j.dump(2).c_str());
@@ -605,8 +932,12 @@ int run_client(const PerfOptions& o) {
     if (!rtt.empty())
       std::printf("latency (WRITE_IMM ping-pong, %u B, %zu round trips): p50 %.1f us  p99 %.1f us\n",
                   o.lat_size, rtt.size(), p50, p99);
-    std::printf("server CPU %.3f s; data %s (%llu bytes per QP, CRC-32)\n", server_cpu,
-                verified ? "verified" : "MISMATCH", static_cast<unsigned long long>(check));
+    std::printf(
+        "server CPU %.3f s; data %s: %llu of %llu bytes checked byte for byte in %llu window(s), %llu "
+        "mismatched\n",
+        server_cpu, verified ? "verified" : "MISMATCH", static_cast<unsigned long long>(v.checked),
+        static_cast<unsigned long long>(moved), static_cast<unsigned long long>(v.window),
+        static_cast<unsigned long long>(v.bad));
     if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
   }
   if (s.pcap) s.pcap->close();
@@ -621,6 +952,7 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->footer(
       "Start `mrc perf --server` on one host and `mrc perf --client HOST` on the other (or both on one\n"
       "host: the default planes are 127.0.{1..4}.1 for the server and 127.0.{1..4}.2 for the client).\n"
+      "The server compares every byte written with the client's pattern (see --window).\n"
       "Exit status: 0 when every transfer completed and the server's data matched, 2 on a mismatch,\n"
       "1 on errors.");
   auto* role = c->add_option_group("role");
@@ -648,19 +980,37 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->add_option("--lat-size", o.lat_size, "Ping-pong message size")
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
-  c->add_option("-m,--mtu", o.pmtu, "Payload bytes per packet")
-      ->check(CLI::Range(256u, 4096u))
-      ->capture_default_str();
+  c->add_option("-m,--mtu,--pmtu", o.pmtu,
+                "Payload bytes per packet (256..4096; default: the largest power of two whose datagram fits "
+                "every plane's interface MTU)")
+      ->check(CLI::Range(0u, 4096u));
   c->add_option("--cc", o.cc, "Congestion control")
       ->check(CLI::IsMember({"none", "nscc"}))
       ->capture_default_str();
   c->add_option("--rate", o.rate_gbps, "Per-plane rate for NSCC, Gb/s")->capture_default_str();
   c->add_option("--evs", o.evs_per_plane, "Active EVs per plane")->capture_default_str();
+  c->add_option("--interval", o.interval_ms,
+                "Goodput every MS milliseconds (completed bytes): a column, or with --json \"intervals\" in "
+                "the report and one JSON line per interval on stderr as it ends")
+      ->check(CLI::Range(1u, 60'000u));
+  c->add_option("--window", o.window,
+                "Bytes per QP written between two verifications (default: the whole transfer up to 1 GiB; "
+                "256 MiB with -D)")
+      ->transform(CLI::AsSizeValue(false));
   c->add_option("--backup-evs", o.backup_per_plane, "Backup EVs per plane")->capture_default_str();
   c->add_option("--timeout", o.timeout, "QP timeout exponent (RTO = 1.024 us * 2^t)")->capture_default_str();
-  c->add_option("--ev-mode", o.ev_mode, "EV placement: udp (source port) or stev (IPv6 flow label)")
-      ->check(CLI::IsMember({"udp", "stev"}))
+  c->add_option("--ev-mode", o.ev_mode,
+                "EV placement: udp (source port), stev (IPv6 flow label) or srv6 (uSID carrier address; "
+                "needs --srv6-paths and root)")
+      ->check(CLI::IsMember({"udp", "stev", "srv6"}))
       ->capture_default_str();
+  c->add_option("--srv6-paths", o.srv6_paths,
+                "SRv6: this side's uSID paths, hex uSIDs joined by ':' (EV v takes path v mod count), "
+                "e.g. 2001,2002 = via spine 1 / spine 2 of mrc-testbed")
+      ->delimiter(',');
+  c->add_flag("--auth", o.auth,
+              "Authenticate every packet with a per-connection SipHash-2-4 MAC in place of the ICRC "
+              "(client: use it; server: refuse clients that do not)");
   c->add_option("--impair", o.impair,
                 "Receive impairment, e.g. drop=1%,reorder=2%,dup=1%,trim=1%,delay=20us");
   c->add_option("--impair-file", o.impair_file, "Receive impairment from a key=value file");
