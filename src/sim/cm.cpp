@@ -134,6 +134,49 @@ ConnMatrix make_permutation(std::uint32_t n, std::uint64_t bytes, std::uint64_t 
   return m;
 }
 
+ConnMatrix make_ring_allreduce(std::uint32_t n, std::uint64_t bytes) {
+  if (n < 2) throw std::invalid_argument("ring all-reduce: need at least 2 nodes");
+  if (bytes == 0) throw std::invalid_argument("ring all-reduce: bytes must be > 0");
+  const std::uint64_t chunk = (bytes + n - 1) / n;
+  ConnMatrix m;
+  m.nodes = n;
+  const std::uint32_t steps = 2 * (n - 1);
+  m.conns.reserve(static_cast<std::size_t>(steps) * n);
+  for (std::uint32_t s = 0; s < steps; ++s) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ConnSpec c{i, (i + 1) % n, s * n + i + 1, 0, chunk};
+      if (s > 0) c.after = (s - 1) * n + (i + n - 1) % n;
+      m.conns.push_back(c);
+    }
+  }
+  return m;
+}
+
+ConnMatrix make_all_to_all(std::uint32_t n, std::uint64_t bytes) {
+  if (n < 2) throw std::invalid_argument("all-to-all: need at least 2 nodes");
+  if (bytes == 0) throw std::invalid_argument("all-to-all: bytes must be > 0");
+  ConnMatrix m;
+  m.nodes = n;
+  std::uint32_t id = 1;
+  for (std::uint32_t s = 0; s < n; ++s)
+    for (std::uint32_t d = 0; d < n; ++d)
+      if (s != d) m.conns.push_back(ConnSpec{s, d, id++, 0, bytes});
+  return m;
+}
+
+ConnMatrix make_incast(std::uint32_t nodes, std::uint32_t senders, std::uint64_t bytes, bool victim,
+                       std::uint64_t victim_bytes, std::uint32_t victim_dst) {
+  if (senders == 0 || senders + 1 > nodes) throw std::invalid_argument("incast: need 1 .. nodes-1 senders");
+  if (bytes == 0 || (victim && victim_bytes == 0)) throw std::invalid_argument("incast: bytes must be > 0");
+  if (victim && (victim_dst == 0 || victim_dst == 1 || victim_dst >= nodes))
+    throw std::invalid_argument("incast: the victim's destination must be a node other than 0 and 1");
+  ConnMatrix m;
+  m.nodes = nodes;
+  for (std::uint32_t i = 1; i <= senders; ++i) m.conns.push_back(ConnSpec{i, 0, i, 0, bytes});
+  if (victim) m.conns.push_back(ConnSpec{1, victim_dst, senders + 1, 0, victim_bytes});
+  return m;
+}
+
 void write_cm(std::ostream& out, const ConnMatrix& m) {
   out << "Nodes " << m.nodes << "\nConnections " << m.conns.size() << "\n";
   for (const auto& c : m.conns)

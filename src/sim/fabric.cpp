@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/roce.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::sim {
@@ -44,6 +45,7 @@ struct Fabric::Packet {
   std::uint8_t plane = 0;
   engine::TrafficClass tc = engine::TrafficClass::kData;
   bool ecn_ce = false, trimmed = false, trimmed_lasthop = false;
+  bool trimmable = true;  ///< false: RoCE (tail-dropped instead)
   std::uint8_t lost = 0;  ///< 1 = sent onto a down link, 2 = gray loss
 };
 struct Fabric::InlineBytes {
@@ -60,18 +62,58 @@ struct Fabric::Port {
   std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone, ctrl_tail = kNone;
   std::uint32_t wire_head = kNone, wire_tail = kNone;  ///< packets on the link, in arrival order
   bool up = true;
-  double loss = 0;         ///< gray failure: probability a transmitted packet is lost
-  Time down_since_ps = 0;  ///< when it last went down (routing reconvergence)
+  double loss = 0;  ///< gray failure: probability a transmitted packet is lost
   std::uint64_t data_bytes = 0, ctrl_bytes = 0;
+  // PFC. As an ingress: bytes that came over this port and are queued in switch `to`, and whether
+  // `to` has paused us. As an egress: whether we are paused (takes effect a link latency later).
+  std::uint64_t pfc_in = 0;
+  bool xoff = false, paused = false;
   PortCounters ctr;
 };
 
 struct Fabric::Host {
   engine::Endpoint* ep = nullptr;
+  RoceNic* roce = nullptr;
   Time timer_at_ps = kNever;
   std::uint64_t timer_seq = 0;
   Time timer_fired_at = kNever;  ///< ns
 };
+
+template <class F>
+decltype(auto) Fabric::with_nic(Host& h, F&& f) {
+  return h.roce != nullptr ? f(*h.roce) : f(*h.ep);
+}
+
+bool Fabric::port_paused(std::uint32_t port) const {
+  return ports_[port].paused;
+}
+
+std::uint64_t Fabric::queued_bytes(std::uint32_t port) const {
+  return ports_[port].data_bytes + ports_[port].ctrl_bytes;
+}
+
+std::vector<LinkFault> link_flaps(std::uint32_t link, Time at, Duration down, Duration up,
+                                  std::uint32_t count) {
+  std::vector<LinkFault> v;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    v.push_back(LinkFault{at, link, LinkFaultKind::kDown, 0, LinkDir::kBoth});
+    v.push_back(LinkFault{at + down, link, LinkFaultKind::kUp, 0, LinkDir::kBoth});
+    at += down + up;
+  }
+  return v;
+}
+
+std::vector<LinkFault> switch_reboot(const Topology& topo, std::uint32_t node, Time at, Duration down_for) {
+  if (node >= topo.num_nodes() || topo.nodes[node].kind != NodeKind::kSwitch)
+    throw std::invalid_argument("switch reboot: node " + std::to_string(node) + " is not a switch");
+  std::vector<LinkFault> v;
+  for (std::uint32_t i = 0; i < topo.links.size(); ++i) {
+    if (topo.links[i].a != node && topo.links[i].b != node) continue;
+    v.push_back(LinkFault{at, i, LinkFaultKind::kDown, 0, LinkDir::kBoth});
+    v.push_back(LinkFault{at + down_for, i, LinkFaultKind::kUp, 0, LinkDir::kBoth});
+  }
+  return v;
+}
 
 std::uint32_t Fabric::num_ports() const {
   return static_cast<std::uint32_t>(ports_.size());
@@ -101,6 +143,8 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
   if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
   if (cfg_.queue.ecn_kmax > 0 && cfg_.queue.ecn_kmax < cfg_.queue.ecn_kmin)
     throw std::invalid_argument("fabric: ecn_kmax must be >= ecn_kmin");
+  if (cfg_.queue.pfc && (cfg_.queue.pfc_xon == 0 || cfg_.queue.pfc_xon > cfg_.queue.pfc_xoff))
+    throw std::invalid_argument("fabric: PFC needs 0 < pfc_xon <= pfc_xoff");
   control_cap_ = cfg_.queue.control_bytes > 0 ? cfg_.queue.control_bytes : 2 * cfg_.queue.data_bytes;
   ports_.resize(topo_.links.size() * 2);
   for (std::size_t i = 0; i < topo_.links.size(); ++i) {
@@ -120,6 +164,7 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
   salt_.resize(topo_.nodes.size());
   for (auto& s : salt_) s = rng_.next();
   hosts_.resize(topo_.hosts);
+  index_leaves();
   build_fib();
   events_.reserve(4096);
   if (!cfg_.carry_payload) scratch_.assign(65536, 0);
@@ -127,16 +172,14 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
 
 Fabric::~Fabric() = default;
 
-// For every leaf switch (a switch hosts attach to): a reverse BFS over switches gives each switch
-// its distance; the group of switch s for that leaf is its egress ports towards a neighbour switch
-// one hop closer. A host is reachable only through its leaf, so this is also the route to each of
-// the leaf's hosts from every switch but the leaf itself (which uses its port to the host).
-// Singleton groups are the port ids themselves; larger groups are deduplicated per switch.
-void Fabric::build_fib() {
+// Leaves (switches hosts attach to), their index within their plane, and each host's leaf per plane.
+void Fabric::index_leaves() {
   const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts, planes = topo_.planes;
   sw_.assign(sw, SwInfo{});
   for (std::uint32_t s = hosts; s < n; ++s) sw_[s - hosts].plane = topo_.nodes[s].plane;
-  std::vector<std::uint32_t> per_plane(planes, 0), leaf_nodes;
+  std::vector<std::uint32_t> per_plane(planes, 0);
+  std::vector<std::uint32_t>& leaf_nodes = leaf_nodes_;
+  leaf_nodes.clear();
   dst_.resize(static_cast<std::size_t>(hosts) * planes);
   for (std::uint32_t h = 0; h < hosts; ++h) {
     for (std::uint32_t p = 0; p < planes; ++p) {
@@ -151,8 +194,19 @@ void Fabric::build_fib() {
     }
   }
   leaves_ = *std::max_element(per_plane.begin(), per_plane.end());
+}
+
+// For every leaf switch: a reverse BFS over switches and the links that are up gives each switch
+// its distance; the group of switch s for that leaf is its up egress ports towards a neighbour
+// switch one hop closer. A host is reachable only through its leaf, so this is also the route to
+// each of the leaf's hosts from every switch but the leaf itself (which uses its port to the host).
+// Singleton groups are the port ids themselves; larger groups are deduplicated per switch.
+void Fabric::build_fib() {
+  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts;
+  const std::vector<std::uint32_t>& leaf_nodes = leaf_nodes_;
   std::vector<std::uint32_t> in_start(n + 1, 0), out_start(n + 1, 0);
   for (const Port& p : ports_) {
+    if (!p.up) continue;
     ++in_start[p.to + 1];
     ++out_start[p.from + 1];
   }
@@ -160,17 +214,22 @@ void Fabric::build_fib() {
     in_start[i + 1] += in_start[i];
     out_start[i + 1] += out_start[i];
   }
-  std::vector<std::uint32_t> in_ports(ports_.size()), out_ports(ports_.size());
+  // Adjacency as flat arrays of neighbour ids (the BFS below runs once per leaf: at 131k hosts x 8
+  // planes that is 4096 walks over 4 M ports, which must not chase the large Port records).
+  std::vector<std::uint32_t> in_from(ports_.size()), out_ports(ports_.size()), out_to(ports_.size());
   {
     std::vector<std::uint32_t> fi(in_start.begin(), in_start.end() - 1),
         fo(out_start.begin(), out_start.end() - 1);
     for (std::uint32_t i = 0; i < ports_.size(); ++i) {
-      in_ports[fi[ports_[i].to]++] = i;
-      out_ports[fo[ports_[i].from]++] = i;
+      if (!ports_[i].up) continue;
+      in_from[fi[ports_[i].to]++] = ports_[i].from;
+      const std::uint32_t k = fo[ports_[i].from]++;
+      out_ports[k] = i;
+      out_to[k] = ports_[i].to;
     }
   }
   groups_.resize(ports_.size());
-  group_ports_.resize(ports_.size());
+  group_ports_.resize(ports_.size());  // drops the multi-port groups of an earlier build
   for (std::uint32_t i = 0; i < ports_.size(); ++i) {
     groups_[i] = Group{i, 1};
     group_ports_[i] = i;
@@ -188,7 +247,7 @@ void Fabric::build_fib() {
     for (std::size_t qi = 0; qi < queue.size(); ++qi) {
       const std::uint32_t u = queue[qi];
       for (std::uint32_t k = in_start[u]; k < in_start[u + 1]; ++k) {
-        const std::uint32_t v = ports_[in_ports[k]].from;
+        const std::uint32_t v = in_from[k];
         if (v < hosts || dist[v] != kNone) continue;  // hosts do not forward
         dist[v] = dist[u] + 1;
         queue.push_back(v);
@@ -199,9 +258,8 @@ void Fabric::build_fib() {
       if (s == leaf) continue;
       cand.clear();
       for (std::uint32_t k = out_start[s]; k < out_start[s + 1]; ++k) {
-        const std::uint32_t pid = out_ports[k];
-        const std::uint32_t v = ports_[pid].to;
-        if (v >= hosts && dist[v] + 1 == dist[s]) cand.push_back(pid);
+        const std::uint32_t v = out_to[k];
+        if (v >= hosts && dist[v] + 1 == dist[s]) cand.push_back(out_ports[k]);
       }
       std::uint32_t gid = kNone;
       if (cand.size() == 1) {
@@ -243,25 +301,7 @@ std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_
   h = mix64(
       h ^ ((static_cast<std::uint64_t>(ev) << 24) | (static_cast<std::uint64_t>(cfg_.udp_dport) << 8) | 17));
   const auto idx = static_cast<std::uint32_t>(((h >> 32) * g.count) >> 32);
-  const std::uint32_t port = group_ports_[g.start + idx];
-  const Port& pt = ports_[port];
-  if (pt.up || now_ps_ < pt.down_since_ps + cfg_.reconverge_delay * 1000) return port;
-  return reroute(gid, h);
-}
-
-// After reconvergence: the flow hashes over the group's up ports only.
-std::uint32_t Fabric::reroute(std::uint32_t gid, std::uint64_t h) const {
-  const Group& g = groups_[gid];
-  std::uint32_t up = 0;
-  for (std::uint32_t i = 0; i < g.count; ++i) up += ports_[group_ports_[g.start + i]].up ? 1u : 0u;
-  if (up == 0) return group_ports_[g.start];  // nothing left: blackholed at the dead port
-  auto pick = static_cast<std::uint32_t>(((h & 0xFFFFFFFFu) * up) >> 32);
-  for (std::uint32_t i = 0; i < g.count; ++i) {
-    const std::uint32_t port = group_ports_[g.start + i];
-    if (!ports_[port].up) continue;
-    if (pick-- == 0) return port;
-  }
-  return group_ports_[g.start];
+  return group_ports_[g.start + idx];
 }
 
 std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
@@ -286,6 +326,13 @@ std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, s
 void Fabric::attach(std::uint32_t host, engine::Endpoint& ep) {
   if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
   hosts_[host].ep = &ep;
+  hosts_[host].roce = nullptr;
+}
+
+void Fabric::attach(std::uint32_t host, RoceNic& nic) {
+  if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
+  hosts_[host].roce = &nic;
+  hosts_[host].ep = nullptr;
 }
 
 // --- faults -----------------------------------------------------------------------------------------
@@ -308,12 +355,15 @@ void Fabric::schedule_fault(const LinkFault& f) {
 
 void Fabric::apply_fault(const LinkFault& f) {
   if (f.link >= topo_.links.size()) throw std::invalid_argument("fabric: fault link out of range");
+  const bool was_up = ports_[2 * f.link].up;
   for (std::uint32_t dir = 0; dir < 2; ++dir) {
-    Port& pt = ports_[2 * f.link + dir];
+    if ((f.dir == LinkDir::kAtoB && dir == 1) || (f.dir == LinkDir::kBtoA && dir == 0)) continue;
+    const std::uint32_t port = 2 * f.link + dir;
+    Port& pt = ports_[port];
     switch (f.kind) {
       case LinkFaultKind::kDown:
-        if (pt.up) pt.down_since_ps = now_ps_;
         pt.up = false;
+        flush(port);
         break;
       case LinkFaultKind::kUp:
         pt.up = true;
@@ -325,6 +375,87 @@ void Fabric::apply_fault(const LinkFault& f) {
         pt.loss = f.value;
         break;
     }
+  }
+  const bool is_up = ports_[2 * f.link].up;
+  if (was_up == is_up) return;
+  if (topo_.links[f.link].a < topo_.hosts) {
+    host_link_changed(f.link, is_up);
+    return;  // leaf-host links are not in any ECMP group
+  }
+  if (cfg_.reconverge_delay == 0) {
+    reconverge();
+  } else {
+    events_.push(now_ps_ + cfg_.reconverge_delay * 1000, kReconverge, f.link);
+  }
+}
+
+void Fabric::reconverge() {
+  build_fib();
+  ++stats_.reconvergences;
+}
+
+// The NIC sees its own link go down or up; an MRC endpoint moves its EVs off (or back onto) that
+// plane and tells its peers.
+void Fabric::host_link_changed(std::uint32_t link, bool up) {
+  const TopoLink& l = topo_.links[link];
+  Host& h = hosts_[l.a];
+  if (h.ep == nullptr) return;
+  h.ep->set_port_up(static_cast<std::uint8_t>(topo_.nodes[l.b].plane), up, now());
+  if (hook_) hook_(l.a);
+  service(l.a);
+}
+
+// A link went down: everything queued at this egress and everything on its wire is lost.
+void Fabric::flush(std::uint32_t port) {
+  Port& pt = ports_[port];
+  for (std::uint32_t* head : {&pt.ctrl_head, &pt.data_head}) {
+    while (*head != kNone) {
+      const std::uint32_t idx = *head;
+      Packet& p = pool_[idx];
+      *head = p.next;
+      if (cfg_.queue.pfc) pfc_dequeued(p.port, p.wire);
+      drop(port, idx, FabricDrop::kLinkDown);
+    }
+  }
+  pt.ctrl_tail = pt.data_tail = kNone;
+  pt.ctrl_bytes = pt.data_bytes = 0;
+  for (std::uint32_t idx = pt.wire_head; idx != kNone; idx = pool_[idx].next) pool_[idx].lost = 1;
+}
+
+// --- PFC ---------------------------------------------------------------------------------------------
+
+void Fabric::pfc_enqueued(std::uint32_t in_port, std::uint32_t wire) {
+  Port& in = ports_[in_port];
+  in.pfc_in += wire;
+  in.ctr.peak_ingress_bytes = std::max(in.ctr.peak_ingress_bytes, in.pfc_in);
+  if (in.xoff || in.pfc_in <= cfg_.queue.pfc_xoff) return;
+  in.xoff = true;
+  ++stats_.pfc_pauses;
+  ++in.ctr.pauses;
+  events_.push(now_ps_ + in.latency_ps, kPause, in_port);
+}
+
+void Fabric::pfc_dequeued(std::uint32_t in_port, std::uint32_t wire) {
+  Port& in = ports_[in_port];
+  in.pfc_in -= wire;
+  if (!in.xoff || in.pfc_in >= cfg_.queue.pfc_xon) return;
+  in.xoff = false;
+  events_.push(now_ps_ + in.latency_ps, kResume, in_port);
+}
+
+void Fabric::on_resume(std::uint32_t port) {
+  Port& pt = ports_[port];
+  pt.paused = false;
+  if (pt.from_host) {
+    service(pt.from);
+    return;
+  }
+  if (pt.wake_pending || (pt.ctrl_head == kNone && pt.data_head == kNone)) return;
+  if (pt.busy_until <= now_ps_) {
+    on_port_free(port);
+  } else {
+    pt.wake_pending = true;
+    events_.push(pt.busy_until, kPortFree, port);
   }
 }
 
@@ -392,6 +523,15 @@ bool Fabric::step_ps(Time lim_ps) {
     case kTimer:
       on_timer_event(e.index, e.seq);
       break;
+    case kPause:
+      ports_[e.index].paused = true;
+      break;
+    case kResume:
+      on_resume(e.index);
+      break;
+    case kReconverge:
+      reconverge();
+      break;
     default:
       assert(false);
   }
@@ -406,24 +546,27 @@ void Fabric::run_until(Time t) {
 
 bool Fabric::idle() const {
   if (live_ != 0) return false;
-  return std::all_of(hosts_.begin(), hosts_.end(),
-                     [](const Host& h) { return h.ep == nullptr || h.ep->next_deadline() == kNever; });
+  return std::all_of(hosts_.begin(), hosts_.end(), [](const Host& h) {
+    if (h.roce != nullptr) return h.roce->next_deadline() == kNever;
+    return h.ep == nullptr || h.ep->next_deadline() == kNever;
+  });
 }
 
 // --- hosts -------------------------------------------------------------------------------------------
 
 void Fabric::service(std::uint32_t host) {
   Host& h = hosts_[host];
-  if (h.ep == nullptr) return;
+  if (h.ep == nullptr && h.roce == nullptr) return;
   engine::TxPacket& tx = *tx_;
   const std::uint32_t planes = topo_.planes;
   for (;;) {
     std::uint32_t free_ports = 0;
     for (std::uint32_t p = 0; p < planes; ++p) {
-      if (ports_[host_port_[host * planes + p]].busy_until <= now_ps_) free_ports |= bit(p);
+      const Port& pt = ports_[host_port_[host * planes + p]];
+      if (pt.busy_until <= now_ps_ && !pt.paused) free_ports |= bit(p);
     }
     if (free_ports == 0) break;
-    if (!h.ep->poll_tx(tx, now(), free_ports)) break;
+    if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
     if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= topo_.hosts ||
         tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize || tx.trailer_len > 8 ||
         (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
@@ -465,6 +608,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   p.plane = tx.port;
   p.tc = tx.tc;
   p.ecn_ce = p.trimmed = p.trimmed_lasthop = false;
+  p.trimmable = hosts_[host].roce == nullptr;
   ++stats_.sent;
   const std::uint32_t port = host_port_[host * topo_.planes + tx.port];
   start_tx(port, idx);
@@ -477,7 +621,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
 
 void Fabric::reschedule_timer(std::uint32_t host) {
   Host& h = hosts_[host];
-  Time d = h.ep->next_deadline();
+  Time d = with_nic(h, [](auto& nic) { return nic.next_deadline(); });
   if (d == kNever) return;
   const Time now_ns = now();
   Time d_ps;
@@ -496,12 +640,12 @@ void Fabric::on_timer_event(std::uint32_t host, std::uint64_t seq) {
   Host& h = hosts_[host];
   if (h.timer_at_ps == kNever || seq != h.timer_seq) return;  // superseded
   h.timer_at_ps = kNever;
-  if (h.ep->next_deadline() > now()) {
+  if (with_nic(h, [](auto& nic) { return nic.next_deadline(); }) > now()) {
     reschedule_timer(host);
     return;
   }
   h.timer_fired_at = now();
-  h.ep->on_timer(now());
+  with_nic(h, [&](auto& nic) { nic.on_timer(now()); });
   if (hook_) hook_(host);
   service(host);
 }
@@ -558,6 +702,7 @@ void Fabric::on_port_free(std::uint32_t port) {
     service(pt.from);
     return;
   }
+  if (pt.paused) return;  // on_resume restarts it
   std::uint32_t idx = kNone;
   if (pt.ctrl_head != kNone) {
     idx = pt.ctrl_head;
@@ -586,6 +731,7 @@ void Fabric::on_port_free(std::uint32_t port) {
     }
   }
   if (idx == kNone) return;
+  if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, pool_[idx].wire);
   start_tx(port, idx);
   if (pt.ctrl_head != kNone || pt.data_head != kNone) {
     pt.wake_pending = true;
@@ -601,9 +747,10 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     drop(port, idx, FabricDrop::kLinkDown);
     return;
   }
+  const bool lossless = cfg_.queue.pfc;
   bool control = p.tc == engine::TrafficClass::kControl || p.trimmed;
-  if (!control && pt.data_bytes + p.wire > cfg_.queue.data_bytes) {
-    if (!cfg_.queue.trimming || p.payload_len == 0) {
+  if (!control && !lossless && pt.data_bytes + p.wire > cfg_.queue.data_bytes) {
+    if (!cfg_.queue.trimming || !p.trimmable || p.payload_len == 0) {
       drop(port, idx, FabricDrop::kDataTail);
       return;
     }
@@ -617,8 +764,9 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     ++stats_.trimmed;
     control = true;
   }
+  if (lossless) pfc_enqueued(p.port, p.wire);  // p.port is still the ingress port
   if (control) {
-    if (pt.ctrl_bytes + p.wire > control_cap_) {
+    if (!lossless && pt.ctrl_bytes + p.wire > control_cap_) {
       drop(port, idx, FabricDrop::kControlOverflow);
       return;
     }
@@ -689,11 +837,12 @@ void Fabric::deliver(std::uint32_t idx) {
     data = s;
   }
   const std::uint32_t len = p.len;
-  if (h.ep == nullptr) {
+  if (h.ep == nullptr && h.roce == nullptr) {
     free_packet(idx);
     return;
   }
-  h.ep->receive(std::span<const std::uint8_t>(data, len), meta, now());  // does not touch the pool
+  // The NIC does not touch the pool.
+  with_nic(h, [&](auto& nic) { nic.receive(std::span<const std::uint8_t>(data, len), meta, now()); });
   free_packet(idx);
   if (hook_) hook_(dst);
   service(dst);

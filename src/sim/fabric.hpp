@@ -9,9 +9,14 @@
 // followed by `latency` of propagation. A packet's wire size is the engine's bytes (header + payload
 // + trailer) plus FabricConfig::wire_overhead (Ethernet + IP + UDP framing the engine does not build).
 //
-// Hosts. One NIC port per plane. A port serialises one packet at a time; the host's Endpoint is
-// polled (poll_tx with the mask of free ports) whenever one of its ports frees up and after every
-// receive, timer and kick(). Hosts have no queues: the engine arbitrates.
+// Hosts. One NIC port per plane. A port serialises one packet at a time; the host's NIC is polled
+// (poll_tx with the mask of free ports) whenever one of its ports frees up and after every receive,
+// timer and kick(). Hosts have no queues: the NIC arbitrates. A host is either an MRC
+// engine::Endpoint or a RoceNic (the RoCEv2 baseline, sim/roce.hpp); both have the same driver
+// interface and the fabric picks one by a branch on the host's kind (no virtual call per packet).
+// RoCE packets are never trimmed (without PFC they are tail-dropped instead). A host link going down
+// or up is reported to an MRC endpoint at once (Endpoint::set_port_up: the NIC sees its link drop);
+// a RoCE NIC is not told (its QPs time out, as RC over a dead port does).
 //
 // Switches. Zero forwarding latency. Routing: the FIB (a flat per-switch, per-destination array of
 // next-hop groups: all neighbours one hop closer to the destination host) and ECMP within a group by
@@ -27,6 +32,19 @@
 //   * ECN: RED-style CE marking of data packets on dequeue, with probability 0 below ecn_kmin bytes
 //     left in the data FIFO, rising linearly to 1 at ecn_kmax (and above); optionally not on ports
 //     that lead to a host (ecn_last_hop = false).
+//   * PFC (QueueConfig::pfc, for the RoCE baseline): lossless, one priority. Each switch counts, per
+//     ingress port, the bytes that arrived over it and are still queued in the switch; above
+//     pfc_xoff it sends PAUSE upstream, below pfc_xon RESUME. PAUSE/RESUME take effect one link
+//     latency later (frames are not serialised) and stop the upstream port (switch or host) from
+//     starting new packets, control included. With PFC no queue has a byte limit: nothing is trimmed
+//     or dropped for space (sim-reference §4: htsim's lossless queues are unbounded too).
+//
+// Faults (LinkFault). A link that goes down loses everything on it: packets queued at both ends
+// and packets on the wire are dropped (FabricDrop::kLinkDown). Until routing reconverges
+// (FabricConfig::reconverge_delay after the change) switches keep hashing onto it and what they send
+// there is blackholed; then every FIB is rebuilt from the links that are up (shortest paths over up
+// links, so groups lose the dead member and upstream switches stop using a switch that lost its way
+// down). A link coming back up is used again after the same delay.
 //
 // Determinism: all randomness comes from Rng seeded with FabricConfig::seed; ties in time run in
 // scheduling order (EventQueue). No global state; the per-packet path does not allocate once the
@@ -46,13 +64,18 @@
 
 namespace mrc::sim {
 
+class RoceNic;
+
 struct QueueConfig {
   std::uint64_t data_bytes = 178450;  ///< data FIFO capacity (htsim default: 43 x 4150 B)
   std::uint64_t control_bytes = 0;    ///< 0 = 2 x data_bytes
   bool trimming = true;               ///< false: a data packet that does not fit is dropped
   std::uint64_t ecn_kmin = 37350;     ///< ecn_kmax == 0 disables marking
   std::uint64_t ecn_kmax = 145250;
-  bool ecn_last_hop = true;  ///< mark on ports that lead to a host
+  bool ecn_last_hop = true;            ///< mark on ports that lead to a host
+  bool pfc = false;                    ///< lossless with per-ingress PAUSE/RESUME (see above)
+  std::uint64_t pfc_xoff = 15 * 4086;  ///< htsim RoCE: XOFF above 15 x 4086 B per ingress port
+  std::uint64_t pfc_xon = 12 * 4086;   ///< ... XON below 12 x 4086 B
 };
 
 struct FabricConfig {
@@ -64,26 +87,34 @@ struct FabricConfig {
   /// the receiver's memory gets zeros, which is fine when nobody checks the data and ICRC is off).
   bool carry_payload = true;
   std::uint64_t seed = 1;  ///< ECMP salts and ECN coin flips
-  /// ECMP reconvergence: this long (ns) after a link goes down, switches stop hashing onto it (the
-  /// flow is rehashed over the group's remaining up ports). Until then packets hashed onto the
-  /// dead link are dropped (blackholed).
+  /// ECMP reconvergence: this long (ns) after a link goes down or up, every FIB is rebuilt from the
+  /// links that are up. Until then packets hashed onto a dead link are dropped (blackholed).
   Duration reconverge_delay = 0;
 };
 
 enum class FabricDrop : std::uint8_t { kDataTail, kControlOverflow, kNoRoute, kLinkDown, kGrayLoss, kCount };
 
-/// A scheduled change of one undirected link (both directions). kDown: packets sent onto it are
-/// lost, switches drop what they would queue on it (until reconvergence, then route around it);
-/// packets already on the wire still arrive, packets queued before drain into the dead link.
-/// kRate: new rate (bits/s) for packets serialised from then on. kLoss: gray failure, each packet
-/// sent on it is lost with probability `value`.
+/// A scheduled change of one undirected link. kDown: what is queued on it and on the wire is lost,
+/// packets sent onto it are lost, switches drop what they would queue on it until routing
+/// reconverges, then route around it. kRate: new rate (bits/s) for packets serialised from then on.
+/// kLoss: gray failure, each packet sent on it is lost with probability `value`. `dir` limits kRate
+/// and kLoss to one direction (kAtoB: from the link's `a` end, the host for host links).
 enum class LinkFaultKind : std::uint8_t { kDown, kUp, kRate, kLoss };
+enum class LinkDir : std::uint8_t { kBoth, kAtoB, kBtoA };
 struct LinkFault {
   Time at = 0;  ///< ns
   std::uint32_t link = 0;
   LinkFaultKind kind = LinkFaultKind::kDown;
   double value = 0;
+  LinkDir dir = LinkDir::kBoth;
 };
+
+/// A flap schedule: `count` times, down for `down` then up for `up` (ns), starting at `at`.
+std::vector<LinkFault> link_flaps(std::uint32_t link, Time at, Duration down, Duration up,
+                                  std::uint32_t count);
+/// A switch reboot: every link of switch `node` down at `at`, up again `down_for` later. Throws
+/// std::invalid_argument if `node` is not a switch.
+std::vector<LinkFault> switch_reboot(const Topology& topo, std::uint32_t node, Time at, Duration down_for);
 
 struct FabricStats {
   std::uint64_t events = 0;
@@ -92,7 +123,9 @@ struct FabricStats {
   std::uint64_t hops = 0;       ///< link traversals (every port transmission)
   std::uint64_t trimmed = 0, ecn_marked = 0;
   std::uint64_t drops[static_cast<int>(FabricDrop::kCount)] = {};
-  std::uint64_t bad_tx = 0;  ///< poll_tx returned a packet for a busy/unknown port or peer
+  std::uint64_t bad_tx = 0;          ///< poll_tx returned a packet for a busy/unknown port or peer
+  std::uint64_t pfc_pauses = 0;      ///< PAUSE frames sent (XOFF crossings)
+  std::uint64_t reconvergences = 0;  ///< FIB rebuilds after link changes
   std::uint64_t peak_data_bytes = 0;
   std::uint64_t dropped() const {
     std::uint64_t n = 0;
@@ -106,6 +139,8 @@ struct PortCounters {
   std::uint64_t tx_packets = 0, tx_bytes = 0;  ///< wire bytes
   std::uint64_t trims = 0, ecn_marks = 0, drops = 0;
   std::uint64_t peak_data_bytes = 0;
+  std::uint64_t pauses = 0;              ///< times this port was paused by its downstream switch
+  std::uint64_t peak_ingress_bytes = 0;  ///< PFC accounting of the switch this port leads to
 };
 
 class Fabric {
@@ -115,9 +150,10 @@ class Fabric {
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
 
-  /// Attaches host h's endpoint (must outlive the fabric; its num_ports should equal planes).
-  /// QpRemote::peer must be the peer's host id.
+  /// Attaches host h's NIC: an MRC endpoint or a RoCE NIC (must outlive the fabric; its number of
+  /// ports should equal planes). QpRemote::peer must be the peer's host id.
   void attach(std::uint32_t host, engine::Endpoint& ep);
+  void attach(std::uint32_t host, RoceNic& nic);
   const Topology& topology() const { return topo_; }
   const FabricConfig& config() const { return cfg_; }
 
@@ -130,6 +166,8 @@ class Fabric {
   /// Applies a fault now.
   void apply_fault(const LinkFault& f);
   bool link_up(std::uint32_t link) const;
+  /// Rebuilds every FIB from the links that are up now (what reconvergence does).
+  void reconverge();
 
   // --- running --------------------------------------------------------------------------------
   Time now() const { return now_ps_ / 1000; }
@@ -151,6 +189,9 @@ class Fabric {
                                    std::uint32_t ev) const;
   /// Directed port id: 2*link for a->b, 2*link+1 for b->a.
   std::uint32_t num_ports() const;
+  bool port_paused(std::uint32_t port) const;
+  /// Bytes queued at an egress port (data + control, the packet in service excluded).
+  std::uint64_t queued_bytes(std::uint32_t port) const;
   std::uint32_t port_from(std::uint32_t port) const;
   std::uint32_t port_to(std::uint32_t port) const;
 
@@ -164,7 +205,7 @@ class Fabric {
   static std::uint64_t serialization_ps(std::uint64_t bytes, double rate_bps);
 
  private:
-  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault };
+  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge };
   struct Packet;
   struct InlineBytes;
   /// Per switch: its plane and, for a switch that hosts attach to (a leaf), its index among the
@@ -182,8 +223,12 @@ class Fabric {
     std::uint32_t start = 0, count = 0;
   };
 
+  void index_leaves();
   void build_fib();
   std::uint32_t select(std::uint32_t sw_node, std::uint32_t src, std::uint32_t dst, std::uint32_t ev) const;
+  /// Calls f(nic) with the host's NIC of either kind.
+  template <class F>
+  decltype(auto) with_nic(Host& h, F&& f);
   std::uint32_t alloc_packet();
   void free_packet(std::uint32_t idx);
   void service(std::uint32_t host);
@@ -192,8 +237,12 @@ class Fabric {
   void start_tx(std::uint32_t port, std::uint32_t idx);
   void on_wire(std::uint32_t port);
   void on_arrive(std::uint32_t idx);
-  std::uint32_t reroute(std::uint32_t gid, std::uint64_t h) const;
   void on_port_free(std::uint32_t port);
+  void flush(std::uint32_t port);
+  void host_link_changed(std::uint32_t link, bool up);
+  void pfc_enqueued(std::uint32_t in_port, std::uint32_t wire);
+  void pfc_dequeued(std::uint32_t in_port, std::uint32_t wire);
+  void on_resume(std::uint32_t port);
   void on_timer_event(std::uint32_t host, std::uint64_t seq);
   void reschedule_timer(std::uint32_t host);
   void deliver(std::uint32_t idx);
@@ -213,6 +262,7 @@ class Fabric {
   /// switches x leaves, not switches x hosts.
   std::vector<std::uint32_t> fib_;
   std::uint32_t leaves_ = 0;  ///< max leaves per plane
+  std::vector<std::uint32_t> leaf_nodes_;
   std::vector<SwInfo> sw_;
   std::vector<DstInfo> dst_;  ///< [h * planes + p]
   std::vector<LinkFault> faults_;

@@ -99,6 +99,7 @@ const char* to_string(DcqcnStage s) {
 
 struct RoceNic::Qp {
   std::uint32_t qpn = 0;
+  std::uint8_t port = 0;
   std::uint16_t entropy = 0;
   bool connected = false, error = false;
   std::uint32_t peer = 0, remote_qpn = 0;
@@ -144,8 +145,9 @@ void advance_alpha(DcqcnState& cc, Time& epoch, bool& cnp_in_period, Time now, c
 RoceNic::RoceNic(const RoceConfig& cfg) : cfg_(cfg), rng_(cfg.seed), zeros_(cfg.mtu, 0) {
   if (cfg_.ack_every == 0) cfg_.ack_every = 1;
   if (cfg_.mtu == 0) cfg_.mtu = 4096;
+  if (cfg_.num_ports == 0 || cfg_.num_ports > 32) cfg_.num_ports = 1;
   zeros_.assign(cfg_.mtu, 0);
-  ctrl_.resize(64);
+  ctrl_.resize(cfg_.num_ports);
 }
 
 RoceNic::~RoceNic() = default;
@@ -155,9 +157,11 @@ std::uint32_t RoceNic::add_region(std::uint8_t* base, std::size_t len) {
   return static_cast<std::uint32_t>(regions_.size());
 }
 
-std::uint32_t RoceNic::create_qp() {
+std::uint32_t RoceNic::create_qp(std::uint32_t port) {
+  if (port >= cfg_.num_ports) return 0;
   Qp q;
   q.qpn = static_cast<std::uint32_t>(qps_.size() + 1);
+  q.port = static_cast<std::uint8_t>(port);
   q.entropy = static_cast<std::uint16_t>(rng_.below(65536));
   q.cc.rate_bps = q.cc.target_bps = cfg_.line_rate_bps;
   qps_.push_back(std::move(q));
@@ -217,14 +221,15 @@ std::uint64_t RoceNic::tx_time_ps(const Qp& q, std::uint32_t wire_bytes) const {
 }
 
 void RoceNic::push_ctrl(const Ctrl& c) {
-  if (ctrl_count_ == ctrl_.size()) {  // grow (rare: only while warming up)
-    std::vector<Ctrl> bigger(ctrl_.size() * 2);
-    for (std::size_t i = 0; i < ctrl_count_; ++i) bigger[i] = ctrl_[(ctrl_head_ + i) % ctrl_.size()];
-    ctrl_.swap(bigger);
-    ctrl_head_ = 0;
+  CtrlRing& r = ctrl_[qps_[c.qp].port];
+  if (r.count == r.buf.size()) {  // grow (rare: only while warming up)
+    std::vector<Ctrl> bigger(r.buf.size() * 2);
+    for (std::size_t i = 0; i < r.count; ++i) bigger[i] = r.buf[(r.head + i) % r.buf.size()];
+    r.buf.swap(bigger);
+    r.head = 0;
   }
-  ctrl_[(ctrl_head_ + ctrl_count_) % ctrl_.size()] = c;
-  ++ctrl_count_;
+  r.buf[(r.head + r.count) % r.buf.size()] = c;
+  ++r.count;
 }
 
 void RoceNic::build_ctrl(const Ctrl& c, engine::TxPacket& out) {
@@ -248,7 +253,7 @@ void RoceNic::build_ctrl(const Ctrl& c, engine::TxPacket& out) {
   out.payload_len = 0;
   std::memset(out.trailer, 0, kIcrcSize);
   out.trailer_len = kIcrcSize;
-  out.port = 0;
+  out.port = q.port;
   out.ev = engine::Ev{q.entropy, 0};
   out.peer = q.peer;
   out.qpn = q.qpn;
@@ -292,7 +297,7 @@ bool RoceNic::build_data(Qp& q, engine::TxPacket& out, Time now) {
   out.payload_len = len;
   std::memset(out.trailer, 0, kIcrcSize);
   out.trailer_len = kIcrcSize;
-  out.port = 0;
+  out.port = q.port;
   out.ev = engine::Ev{q.entropy, 0};
   out.peer = q.peer;
   out.qpn = q.qpn;
@@ -322,11 +327,12 @@ bool RoceNic::build_data(Qp& q, engine::TxPacket& out, Time now) {
 
 bool RoceNic::poll_tx(engine::TxPacket& out, Time now, std::uint32_t free_ports) {
   last_now_ = now;
-  if ((free_ports & 1U) == 0) return false;
-  if (ctrl_count_ > 0) {
-    const Ctrl c = ctrl_[ctrl_head_];
-    ctrl_head_ = (ctrl_head_ + 1) % ctrl_.size();
-    --ctrl_count_;
+  for (std::uint32_t p = 0; p < cfg_.num_ports; ++p) {  // control first
+    CtrlRing& r = ctrl_[p];
+    if ((free_ports >> p & 1U) == 0 || r.count == 0) continue;
+    const Ctrl c = r.buf[r.head];
+    r.head = (r.head + 1) % r.buf.size();
+    --r.count;
     build_ctrl(c, out);
     return true;
   }
@@ -335,7 +341,7 @@ bool RoceNic::poll_tx(engine::TxPacket& out, Time now, std::uint32_t free_ports)
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t k = (rr_ + i) % n;
     Qp& q = qps_[k];
-    if (!q.connected || q.error || q.cur >= q.sq.size()) continue;
+    if (!q.connected || q.error || q.cur >= q.sq.size() || (free_ports >> q.port & 1U) == 0) continue;
     if (cfg_.dcqcn && q.next_tx_ps > now_ps) continue;
     rr_ = (k + 1) % n;
     return build_data(q, out, now);

@@ -5,9 +5,10 @@
 // fabric can drive either through a closed switch over host kinds.
 //
 // Model (RDMA WRITE over a Reliable Connection):
-//   * One NIC port (port 0). Every QP has one path: a 16-bit entropy (the UDP source port) drawn once
-//     per QP from the NIC seed and put in TxPacket::ev.value; the fabric's ECMP hashes it, so ECMP
-//     collisions happen exactly as with real RoCE.
+//   * `num_ports` NIC ports (one per plane); a QP is bound to one port at creation. Every QP has one
+//     path: a 16-bit entropy (the UDP source port) drawn once per QP from the NIC seed and put in
+//     TxPacket::ev.value; the fabric's ECMP hashes it, so ECMP collisions happen exactly as with
+//     real RoCE.
 //   * PSN-ordered go-back-N. The responder accepts only the expected PSN; a packet beyond it is
 //     dropped and answered with one NAK (PSN sequence error) per gap, a packet below it (duplicate)
 //     is dropped and re-ACKed. The requester restarts from the NAKed PSN, or from the oldest
@@ -96,7 +97,8 @@ struct RoceConfig {
   bool dcqcn = false;                ///< reaction point: rate control on CNPs
   bool cnp = true;                   ///< notification point: send CNPs for ECN-CE data
   DcqcnParams dcqcn_params;
-  std::uint64_t seed = 1;  ///< per-QP entropy draws
+  std::uint64_t seed = 1;       ///< per-QP entropy draws
+  std::uint32_t num_ports = 1;  ///< 1..32
 };
 
 enum class DcqcnStage : std::uint8_t { kNone, kFastRecovery, kAdditive, kHyper };
@@ -150,8 +152,9 @@ class RoceNic {
   /// Registers host memory; returns its key (never 0). The memory must outlive the NIC.
   std::uint32_t add_region(std::uint8_t* base, std::size_t len);
 
-  /// Creates a QP (its QPN, never 0) with a fresh entropy; connect it before posting.
-  std::uint32_t create_qp();
+  /// Creates a QP on `port` (its QPN, never 0; 0 if the port does not exist) with a fresh entropy;
+  /// connect it before posting.
+  std::uint32_t create_qp(std::uint32_t port = 0);
   /// Connects to the peer QP (remote.peer = driver's address of the peer host, remote.qpn,
   /// remote.sq_psn = our first send PSN, remote.rq_psn = first PSN we expect). 0 or an errno value.
   int connect_qp(std::uint32_t qpn, const engine::QpRemote& remote, Time now);
@@ -213,8 +216,11 @@ class RoceNic {
     std::size_t len = 0;
   };
   std::vector<Region> regions_;  // key = index + 1
-  std::vector<Ctrl> ctrl_;       // ring buffer of pending ACK/NAK/CNP
-  std::size_t ctrl_head_ = 0, ctrl_count_ = 0;
+  struct CtrlRing {              // pending ACK/NAK/CNP of one port
+    std::vector<Ctrl> buf = std::vector<Ctrl>(64);
+    std::size_t head = 0, count = 0;
+  };
+  std::vector<CtrlRing> ctrl_;  // per port
   std::deque<engine::Completion> completions_;
   std::vector<std::uint8_t> zeros_;  // payload of memory-less WRITEs
   std::size_t rr_ = 0;               // round-robin cursor over QPs

@@ -1,5 +1,11 @@
-// The simulator runner: one MRC QP per connection of a matrix over a Fabric, one RDMA WRITE of the
-// connection's bytes posted at its start time, sender-side FCTs (completion time - start).
+// The simulator runner: the connections of a matrix over a Fabric of MRC endpoints or RoCEv2 NICs.
+//
+// QPs are per ordered host pair: `qps_per_peer` QPs from src to dst, shared by every connection of
+// that pair (a ring all-reduce reuses its neighbour QPs at every step). A connection is one RDMA
+// WRITE_WITH_IMM per QP of its pair (its bytes split evenly, the remainder on the first ones), posted
+// at its start time, or when the connection it depends on (ConnSpec::after) has fully arrived at its
+// receiver, whichever is later. FCTs are sender-side (last WRITE completion - start); `arrived` is
+// when the receiver completed the last WRITE_WITH_IMM (all bytes placed).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -10,14 +16,13 @@
 #include "engine/endpoint.hpp"
 #include "sim/cm.hpp"
 #include "sim/fabric.hpp"
+#include "sim/roce.hpp"
 #include "sim/topology.hpp"
 
 namespace mrc::sim {
 
-/// Host transport. Integration point for the RoCEv2 baseline (src/sim/roce.*): run_matrix()
-/// rejects kRoce until that NIC exists; the fabric then needs a closed switch over host kinds
-/// (engine::Endpoint | RoceNic) in Fabric::service/deliver/reschedule_timer (no virtual call per
-/// packet) plus PFC on the switch ports.
+/// Host transport: MRC (engine::Endpoint) or the RoCEv2 RC baseline (RoceNic). A RoCE QP is bound
+/// to NIC port (q + dst) % planes, q = its index among the pair's QPs.
 enum class Transport : std::uint8_t { kMrc, kRoce };
 
 struct RunConfig {
@@ -29,6 +34,15 @@ struct RunConfig {
     return f;
   }();
   std::uint32_t evs_per_plane = 128;  ///< active EVs per plane per QP (no backups)
+  std::uint32_t qps_per_peer = 1;     ///< QPs per ordered host pair
+  /// RoCE NICs: line rate, framing, port count and seed are set by the run; CNPs are sent only
+  /// with DCQCN on (without it nobody reacts to them: htsim's RoCE sends none). The default MTU
+  /// is htsim's 4086 B payload (a 4148 B packet with our framing, htsim 4150 B).
+  RoceConfig roce = [] {
+    RoceConfig r;
+    r.mtu = 4086;
+    return r;
+  }();
   std::uint32_t pmtu = 4096;
   bool icrc = false;
   bool nscc = true;      ///< false: no congestion control
@@ -38,31 +52,48 @@ struct RunConfig {
   std::uint32_t sq_depth = 16, rq_depth = 16;
   /// Requester/responder window in 128-PSN units (engine default 8 = 1024 PSNs, a 40 KB ring per
   /// QP). 2 = 256 PSNs = 1 MB at 4 KB MTU, still 4x NSCC's maximum window on the htsim networks.
-  std::uint8_t mpr = 2;
+  /// 0 = auto: enough PSNs for 4 x the BDP of all planes, at least 2, at most 8 (one plane of the
+  /// htsim networks: 2; 8 x 100 Gb/s: 8).
+  std::uint8_t mpr = 0;
   std::uint64_t seed = 1;
   Time limit = 100_ms;            ///< simulated-time cap (ns); flows not done by then are reported unfinished
   std::vector<LinkFault> faults;  ///< scheduled before the first flow starts
+  /// > 0: record the bytes placed at receivers (in order, duplicates excluded) every this many ns.
+  Duration sample_interval = 0;
+  std::vector<std::uint32_t> sample_conns;  ///< connections whose pairs are sampled; empty = all
   /// Called about every 2^16 events and once at the end: (simulated ns, finished flows, total).
   std::function<void(Time, std::uint32_t, std::uint32_t)> progress;
 };
 
 struct FlowResult {
   ConnSpec conn;
-  Time finish = kNever;  ///< ns; kNever = did not complete
-  bool ok = false;       ///< completion status success
-  double fct_us = 0;
-  engine::QpCounters qp;  ///< sender QP counters at the end
+  Time posted = kNever;            ///< ns; when its WRITEs were posted (start, or its dependency's arrival)
+  Time finish = kNever;            ///< ns; kNever = did not complete
+  Time arrived = kNever;           ///< ns; receiver completed every part
+  bool ok = false;                 ///< every part completed with success
+  double fct_us = 0;               ///< finish - start (sender-side, htsim's definition)
+  std::uint64_t bytes_failed = 0;  ///< bytes of parts that completed in error
+  /// Counters of the sender QPs carrying this connection at the end (shared with the other
+  /// connections of the same pair; RoCE fills tx_data, tx_rtx, tx_ack, tx_nack, timeouts).
+  engine::QpCounters qp;
 };
 
 struct RunResult {
   std::vector<FlowResult> flows;
-  std::uint32_t finished = 0;
+  std::uint32_t finished = 0;  ///< completed successfully (FCT statistics cover these)
   double fct_min = 0, fct_p50 = 0, fct_p99 = 0, fct_max = 0;  ///< us, over finished flows
   FabricStats net;
   std::uint64_t tx_data = 0, tx_rtx = 0, tx_sack = 0, tx_nack = 0, timeouts = 0;
   std::uint64_t rtx_nack = 0, rtx_loss = 0, rtx_timeout = 0, rtx_port = 0;  ///< senders, by cause
   std::uint64_t ev_transitions = 0;                                         ///< all QPs
-  Duration base_rtt = 0;                                                    ///< ns, used for NSCC
+  std::uint64_t tx_cnp = 0;                                                 ///< RoCE CNPs
+  std::uint32_t failed = 0;        ///< connections with a part completed in error
+  std::uint64_t bytes_failed = 0;  ///< application bytes whose WRITE completed in error
+  double last_finish_us = 0;       ///< latest sender completion (collective completion time)
+  /// sample_interval > 0: samples[i] = bytes placed at receivers by time (i + 1) * interval.
+  std::vector<std::uint64_t> samples;
+  Duration sample_interval = 0;
+  Duration base_rtt = 0;  ///< ns, used for NSCC
   std::uint32_t mtu_wire = 0, ack_wire = 0;
   cc::NsccConfig nscc;
   Time end = 0;  ///< simulated time when the run stopped (ns)

@@ -1,7 +1,8 @@
 // `mrc sim [SCENARIO.toml]`: runs a packet-level fabric scenario (src/sim/run.hpp) described by a
-// TOML file (schema: scenarios/README.md). Without a scenario it runs a built-in default (perm-128,
-// k=8 fat tree) twice, MRC spraying over 128 EVs and MRC on a single EV (flow ECMP), and prints the
-// comparison; the RoCEv2 baseline column is added when src/sim/roce.* lands.
+// TOML file (schema: scenarios/README.md): one run per [[variants]] entry (MRC, RoCE, ...) on the
+// same topology, workload and faults, printed as one comparison table (or JSON / CSV). Without a
+// scenario it runs a built-in default (perm-128, k=8 fat tree): MRC spraying over 128 EVs, MRC on a
+// single EV (flow ECMP) and RoCEv2 + PFC.
 #include <sys/resource.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ namespace {
 
 struct SimOptions {
   std::string scenario;
-  bool json = false;
+  bool json = false, csv = false, stable = false;
   bool no_progress = false;
 };
 SimOptions g_opt;
@@ -37,15 +38,6 @@ SimOptions g_opt;
 /// A scenario error that names the file and line.
 struct ScenarioError : std::runtime_error {
   using std::runtime_error::runtime_error;
-};
-
-struct Scenario {
-  std::string name = "default";
-  sim::Topology topo;
-  sim::ConnMatrix matrix;
-  sim::RunConfig run;
-  std::vector<std::uint32_t> victims;  ///< flow indices reported separately (incast victim)
-  std::string json_path, csv_path;
 };
 
 // --- TOML reading with file:line errors ------------------------------------------------------------
@@ -130,18 +122,183 @@ std::uint32_t u32(std::uint64_t v) {
   return static_cast<std::uint32_t>(v);
 }
 
-sim::ConnMatrix make_incast(std::uint32_t hosts, std::uint32_t senders, std::uint64_t bytes, bool victim,
-                            std::vector<std::uint32_t>& victims) {
-  sim::ConnMatrix m;
-  m.nodes = hosts;
-  // Senders 1..N to host 0; the victim flow goes from the last host to host 1, which shares the
-  // incast target's leaf (and, on the way down, its congested aggregation/core links).
-  for (std::uint32_t i = 1; i <= senders; ++i) m.conns.push_back(sim::ConnSpec{i, 0, i, 0, bytes});
-  if (victim) {
-    victims.push_back(static_cast<std::uint32_t>(m.conns.size()));
-    m.conns.push_back(sim::ConnSpec{hosts - 1, 1, senders + 1, 0, bytes});
+sim::LinkDir parse_dir(const Reader& rd, const toml::table& f) {
+  const std::string d = rd.str(f, "dir", "both");
+  if (d == "both") return sim::LinkDir::kBoth;
+  if (d == "up") return sim::LinkDir::kAtoB;
+  if (d == "down") return sim::LinkDir::kBtoA;
+  rd.fail(rd.node(f, "dir"), "'dir' must be \"both\", \"up\" (from the host / lower tier) or \"down\"");
+}
+
+/// The link a [[faults]] entry names: `link` (id), `host` + `plane`, or `tier` + `nth` + `plane`
+/// (the nth link of that tier in that plane: 1 = ToR/leaf up, 2 = aggregation-core).
+std::uint32_t fault_link(const Reader& rd, const toml::table& f, const sim::Topology& topo) {
+  if (rd.node(f, "link") != nullptr) return u32(rd.uint(f, "link", 0, 0, topo.links.size() - 1));
+  const auto plane = u32(rd.uint(f, "plane", 0, 0, topo.planes - 1));
+  if (rd.node(f, "host") != nullptr)
+    return topo.host_link(u32(rd.uint(f, "host", 0, 0, topo.hosts - 1)), plane);
+  if (rd.node(f, "tier") != nullptr) {
+    const auto tier = static_cast<std::uint8_t>(rd.uint(f, "tier", 1, 0, 2));
+    const std::uint64_t nth = rd.uint(f, "nth", 0, 0, ~0ull);
+    std::uint64_t seen = 0;
+    for (std::uint32_t i = 0; i < topo.links.size(); ++i) {
+      const sim::TopoLink& l = topo.links[i];
+      if (l.tier == tier && topo.nodes[l.b].plane == plane && seen++ == nth) return i;
+    }
+    rd.fail(rd.node(f, "nth"), "no link " + std::to_string(nth) + " of tier " + std::to_string(tier) +
+                                   " in plane " + std::to_string(plane));
   }
-  return m;
+  rd.fail(&f, "a fault needs 'link', 'host' (+ 'plane') or 'tier' + 'nth' (+ 'plane') to name its link");
+}
+
+/// Gray loss with probability p on every host link of every plane, in direction `dir`.
+void all_host_loss(const sim::Topology& topo, double p, sim::LinkDir dir, std::vector<sim::LinkFault>& out) {
+  for (const std::uint32_t l : topo.host_links)
+    out.push_back(sim::LinkFault{0, l, sim::LinkFaultKind::kLoss, p, dir});
+}
+
+struct TaggedFault {
+  std::string set;  ///< empty: applies to every variant
+  sim::LinkFault f;
+};
+
+void parse_faults(const Reader& rd, const toml::table& root, const sim::Topology& topo,
+                  std::vector<TaggedFault>& out) {
+  const toml::node* fn = rd.node(root, "faults");
+  if (fn == nullptr) return;
+  const toml::array* fa = fn->as_array();
+  if (fa == nullptr) rd.fail(fn, "'faults' must be an array of tables ([[faults]])");
+  for (const toml::node& e : *fa) {
+    const toml::table* f = e.as_table();
+    if (f == nullptr) rd.fail(&e, "each [[faults]] entry must be a table");
+    rd.keys(*f, "[[faults]]",
+            {"kind", "at_us", "for_us", "link", "host", "plane", "tier", "nth", "all_hosts", "switch",
+             "rate_gbps", "loss", "dir", "down_us", "up_us", "count", "set"});
+    const std::string set = rd.str(*f, "set", "");
+    const auto at = static_cast<Time>(rd.num(*f, "at_us", 0, 0, 1e9) * 1000);
+    const std::string fk = rd.str(*f, "kind", "down");
+    auto push = [&](const sim::LinkFault& lf) { out.push_back(TaggedFault{set, lf}); };
+    auto need = [&](const char* key, const std::string& why) {
+      if (rd.node(*f, key) == nullptr) rd.fail(f, "fault kind '" + fk + "' needs '" + key + "'" + why);
+    };
+    if (fk == "reboot") {
+      need("switch", " (switch node id)");
+      need("for_us", " (how long it is down)");
+      const auto node = u32(rd.uint(*f, "switch", 0, topo.hosts, topo.num_nodes() - 1));
+      const auto d = static_cast<Duration>(rd.num(*f, "for_us", 0, 0.001, 1e9) * 1000);
+      for (const sim::LinkFault& lf : sim::switch_reboot(topo, node, at, d)) push(lf);
+      continue;
+    }
+    if (fk == "loss" && rd.boolean(*f, "all_hosts", false)) {
+      need("loss", " (probability 0..1)");
+      std::vector<sim::LinkFault> v;
+      all_host_loss(topo, rd.num(*f, "loss", 0, 0, 1), parse_dir(rd, *f), v);
+      for (sim::LinkFault& lf : v) {
+        lf.at = at;
+        push(lf);
+      }
+      continue;
+    }
+    sim::LinkFault lf;
+    lf.at = at;
+    lf.link = fault_link(rd, *f, topo);
+    lf.dir = parse_dir(rd, *f);
+    if (fk == "flap") {
+      need("down_us", "");
+      need("up_us", "");
+      need("count", "");
+      for (const sim::LinkFault& x :
+           sim::link_flaps(lf.link, at, static_cast<Duration>(rd.num(*f, "down_us", 0, 0.001, 1e9) * 1000),
+                           static_cast<Duration>(rd.num(*f, "up_us", 0, 0.001, 1e9) * 1000),
+                           u32(rd.uint(*f, "count", 1, 1, 100000))))
+        push(x);
+      continue;
+    }
+    if (fk == "down") {
+      lf.kind = sim::LinkFaultKind::kDown;
+    } else if (fk == "rate") {
+      lf.kind = sim::LinkFaultKind::kRate;
+      need("rate_gbps", "");
+      lf.value = rd.num(*f, "rate_gbps", 0, 0.001, 1e5) * 1e9;
+    } else if (fk == "loss") {
+      lf.kind = sim::LinkFaultKind::kLoss;
+      need("loss", " (probability 0..1)");
+      lf.value = rd.num(*f, "loss", 0, 0, 1);
+    } else {
+      rd.fail(rd.node(*f, "kind"), "fault kind '" + fk + "' unknown (down | rate | loss | flap | reboot)");
+    }
+    push(lf);
+    if (const toml::node* dn = rd.node(*f, "for_us")) {  // revert after the duration
+      const double d = rd.num(*f, "for_us", 0, 0, 1e9);
+      if (d <= 0) rd.fail(dn, "'for_us' must be > 0");
+      sim::LinkFault back = lf;
+      back.at = lf.at + static_cast<Time>(d * 1000);
+      if (lf.kind == sim::LinkFaultKind::kDown) back.kind = sim::LinkFaultKind::kUp;
+      if (lf.kind == sim::LinkFaultKind::kRate) back.value = topo.links[lf.link].rate_bps;
+      if (lf.kind == sim::LinkFaultKind::kLoss) back.value = 0;
+      push(back);
+    }
+  }
+}
+
+/// [transport] keys, also allowed in a [[variants]] entry (which starts from the scenario's).
+void parse_transport(const Reader& rd, const toml::table& t, sim::RunConfig& rc, const char* kind_key) {
+  if (const toml::node* k = rd.node(t, kind_key)) {
+    const std::string tk = rd.str(t, kind_key, "mrc");
+    if (tk == "mrc") {
+      rc.transport = sim::Transport::kMrc;
+    } else if (tk == "roce") {
+      rc.transport = sim::Transport::kRoce;
+    } else {
+      rd.fail(k, "transport '" + tk + "' unknown (mrc | roce)");
+    }
+  }
+  rc.evs_per_plane = u32(rd.uint(t, "evs", rc.evs_per_plane, 1, 4096));
+  rc.nscc = rd.boolean(t, "nscc", rc.nscc);
+  rc.pmtu = u32(rd.uint(t, "pmtu", rc.pmtu, 256, 4096));
+  if ((rc.pmtu & (rc.pmtu - 1)) != 0) rd.fail(rd.node(t, "pmtu"), "'pmtu' must be a power of two");
+  rc.qps_per_peer = u32(rd.uint(t, "qps_per_peer", rc.qps_per_peer, 1, 256));
+  rc.roce.dcqcn = rd.boolean(t, "dcqcn", rc.roce.dcqcn);
+  rc.roce.mtu = u32(rd.uint(t, "roce_mtu", rc.roce.mtu, 256, 9000));
+  rc.roce.rto =
+      static_cast<Duration>(rd.num(t, "rto_us", static_cast<double>(rc.roce.rto) / 1000, 1, 1e9) * 1000);
+  rc.roce.retry_limit = u32(rd.uint(t, "retry_limit", rc.roce.retry_limit, 0, 1000000));
+  rc.fabric.queue.pfc = rd.boolean(t, "pfc", rc.fabric.queue.pfc);
+}
+
+enum class Workload : std::uint8_t { kCm, kPermutation, kIncast, kAllToAll, kRing, kRingExchange };
+
+struct Variant {
+  std::string label;
+  sim::RunConfig run;
+};
+
+struct Scenario {
+  std::string name = "default";
+  sim::Topology topo;
+  sim::ConnMatrix matrix;
+  Workload workload = Workload::kPermutation;
+  std::uint32_t victim = ~0u;                ///< incast: victim connection index
+  std::uint32_t ring_nodes = 0;              ///< ring all-reduce
+  std::uint64_t ring_bytes = 0;              ///< per node
+  double fail_at_us = -1;                    ///< [measure]: failover recovery after this time
+  double measure_end_us = 0;                 ///< ... measured until this time
+  double window_us = 0;                      ///< ... goodput bins (0 = one base RTT)
+  double settle = 0.9;                       ///< ... "full goodput" = this fraction of the post-failure rate
+  std::vector<std::uint32_t> measure_flows;  ///< ... of these connections (empty: all)
+  std::vector<Variant> variants;
+  std::string json_path, csv_path;
+};
+
+std::string default_label(const sim::RunConfig& rc) {
+  std::ostringstream o;
+  if (rc.transport == sim::Transport::kMrc) {
+    o << "MRC " << rc.evs_per_plane * 1 << " EV/plane";
+  } else {
+    o << "RoCE" << (rc.roce.dcqcn ? "+DCQCN" : "") << (rc.fabric.queue.pfc ? "+PFC" : "");
+  }
+  if (rc.qps_per_peer > 1) o << " x" << rc.qps_per_peer << " QPs";
+  return o.str();
 }
 
 Scenario load_scenario(const std::string& path) {
@@ -156,12 +313,13 @@ Scenario load_scenario(const std::string& path) {
   const Reader rd(path);
   rd.keys(root, "scenario",
           {"name", "seed", "limit_us", "topology", "queue", "workload", "transport", "routing", "faults",
-           "output"});
+           "variants", "measure", "output"});
   Scenario sc;
+  sim::RunConfig base;
   sc.name = rd.str(root, "name", std::filesystem::path(path).stem().string());
-  sc.run.seed = rd.uint(root, "seed", 1, 0, ~0ull);
-  sc.run.fabric.seed = sc.run.seed;
-  sc.run.limit = static_cast<Time>(rd.num(root, "limit_us", 100000, 1, 1e9) * 1000);
+  base.seed = rd.uint(root, "seed", 1, 0, ~0ull);
+  base.fabric.seed = base.seed;
+  base.limit = static_cast<Time>(rd.num(root, "limit_us", 100000, 1, 1e9) * 1000);
 
   // [topology]
   const toml::table* t = rd.table(root, "topology");
@@ -198,46 +356,47 @@ Scenario load_scenario(const std::string& path) {
   // [queue]
   if (const toml::table* q = rd.table(root, "queue")) {
     rd.keys(*q, "[queue]",
-            {"data_bytes", "control_bytes", "trimming", "ecn_kmin", "ecn_kmax", "ecn_last_hop"});
-    sim::QueueConfig& qc = sc.run.fabric.queue;
+            {"data_bytes", "control_bytes", "trimming", "ecn_kmin", "ecn_kmax", "ecn_last_hop", "pfc_xoff",
+             "pfc_xon"});
+    sim::QueueConfig& qc = base.fabric.queue;
     qc.data_bytes = rd.uint(*q, "data_bytes", qc.data_bytes, 1, 1ull << 40);
     qc.control_bytes = rd.uint(*q, "control_bytes", qc.control_bytes, 0, 1ull << 40);
     qc.trimming = rd.boolean(*q, "trimming", qc.trimming);
     qc.ecn_kmin = rd.uint(*q, "ecn_kmin", qc.ecn_kmin, 0, 1ull << 40);
     qc.ecn_kmax = rd.uint(*q, "ecn_kmax", qc.ecn_kmax, 0, 1ull << 40);
     qc.ecn_last_hop = rd.boolean(*q, "ecn_last_hop", qc.ecn_last_hop);
+    qc.pfc_xoff = rd.uint(*q, "pfc_xoff", qc.pfc_xoff, 1, 1ull << 40);
+    qc.pfc_xon = rd.uint(*q, "pfc_xon", qc.pfc_xon, 1, 1ull << 40);
     if (qc.ecn_kmax > 0 && qc.ecn_kmax < qc.ecn_kmin) rd.fail(q, "ecn_kmax must be >= ecn_kmin");
+    if (qc.pfc_xon > qc.pfc_xoff) rd.fail(q, "pfc_xon must be <= pfc_xoff");
   }
 
   // [routing]
   if (const toml::table* r = rd.table(root, "routing")) {
     rd.keys(*r, "[routing]", {"reconverge_us"});
-    sc.run.fabric.reconverge_delay = static_cast<Duration>(rd.num(*r, "reconverge_us", 0, 0, 1e9) * 1000);
+    base.fabric.reconverge_delay = static_cast<Duration>(rd.num(*r, "reconverge_us", 0, 0, 1e9) * 1000);
   }
 
   // [transport]
   if (const toml::table* tr = rd.table(root, "transport")) {
-    rd.keys(*tr, "[transport]", {"kind", "evs", "nscc", "pmtu"});
-    const std::string tk = rd.str(*tr, "kind", "mrc");
-    if (tk == "roce") {
-      rd.fail(rd.node(*tr, "kind"),
-              "transport 'roce' is not available yet (the RoCEv2 baseline in src/sim/roce.* has not landed)");
-    }
-    if (tk != "mrc") rd.fail(rd.node(*tr, "kind"), "transport kind '" + tk + "' unknown (mrc | roce)");
-    sc.run.evs_per_plane = u32(rd.uint(*tr, "evs", 128, 1, 4096));
-    sc.run.nscc = rd.boolean(*tr, "nscc", true);
-    sc.run.pmtu = u32(rd.uint(*tr, "pmtu", 4096, 256, 4096));
+    rd.keys(
+        *tr, "[transport]",
+        {"kind", "evs", "nscc", "pmtu", "qps_per_peer", "dcqcn", "roce_mtu", "rto_us", "retry_limit", "pfc"});
+    parse_transport(rd, *tr, base, "kind");
   }
 
   // [workload]
   const toml::table* w = rd.table(root, "workload");
   if (w == nullptr) rd.fail(&root, "missing [workload]");
-  rd.keys(*w, "[workload]", {"kind", "cm", "bytes", "hosts", "senders", "victim", "seed"});
+  rd.keys(
+      *w, "[workload]",
+      {"kind", "cm", "bytes", "hosts", "senders", "victim", "victim_bytes", "victim_dst", "seed", "stride"});
   const std::string wk = rd.str(*w, "kind", "permutation");
-  const std::uint64_t bytes = rd.uint(*w, "bytes", 2000000, 1, 1ull << 31);
+  const std::uint64_t bytes = rd.uint(*w, "bytes", 2000000, 1, 1ull << 40);
   const auto hosts = u32(rd.uint(*w, "hosts", sc.topo.hosts, 2, sc.topo.hosts));
-  const std::uint64_t wseed = rd.uint(*w, "seed", sc.run.seed, 0, ~0ull);
+  const std::uint64_t wseed = rd.uint(*w, "seed", base.seed, 0, ~0ull);
   if (wk == "cm") {
+    sc.workload = Workload::kCm;
     const toml::node* cn = rd.node(*w, "cm");
     if (cn == nullptr) rd.fail(w, "workload kind 'cm' needs 'cm' = path of an htsim .cm file");
     std::filesystem::path cp = rd.str(*w, "cm", "");
@@ -251,65 +410,113 @@ Scenario load_scenario(const std::string& path) {
       rd.fail(cn, "matrix has " + std::to_string(sc.matrix.nodes) + " nodes, topology " +
                       std::to_string(sc.topo.hosts) + " hosts");
   } else if (wk == "permutation") {
+    sc.workload = Workload::kPermutation;
     sc.matrix = sim::make_permutation(hosts, bytes, wseed);
   } else if (wk == "incast") {
-    const auto senders = u32(rd.uint(*w, "senders", 8, 1, hosts - 3));
-    sc.matrix = make_incast(hosts, senders, bytes, rd.boolean(*w, "victim", true), sc.victims);
+    sc.workload = Workload::kIncast;
+    if (hosts < 4) rd.fail(w, "incast needs at least 4 hosts");
+    const auto senders = u32(rd.uint(*w, "senders", 7, 1, hosts - 2));
+    const bool victim = rd.boolean(*w, "victim", true);
+    const std::uint64_t vb = rd.uint(*w, "victim_bytes", bytes, 1, 1ull << 40);
+    const auto vd = u32(rd.uint(*w, "victim_dst", hosts - 1, senders + 1, hosts - 1));
+    sc.matrix = sim::make_incast(hosts, senders, bytes, victim, vb, vd);
+    if (victim) sc.victim = senders;
   } else if (wk == "all_to_all") {
+    sc.workload = Workload::kAllToAll;
+    sc.matrix = sim::make_all_to_all(hosts, bytes);
+  } else if (wk == "ring_allreduce") {
+    sc.workload = Workload::kRing;
+    sc.matrix = sim::make_ring_allreduce(hosts, bytes);
+    sc.ring_nodes = hosts;
+    sc.ring_bytes = sc.matrix.conns.front().bytes * hosts;
+  } else if (wk == "ring_exchange") {
+    // One large step of a ring collective: nodes 0, stride, 2 stride, ... < hosts, each sending
+    // `bytes` to the next (stride = hosts per leaf puts one node on each leaf).
+    sc.workload = Workload::kRingExchange;
+    const auto stride = u32(rd.uint(*w, "stride", 1, 1, hosts / 2));
+    const std::uint32_t n = hosts / stride;
     sc.matrix.nodes = hosts;
-    std::uint32_t id = 1;
-    for (std::uint32_t s = 0; s < hosts; ++s)
-      for (std::uint32_t d = 0; d < hosts; ++d)
-        if (s != d) sc.matrix.conns.push_back(sim::ConnSpec{s, d, id++, 0, bytes});
+    for (std::uint32_t j = 0; j < n; ++j)
+      sc.matrix.conns.push_back(sim::ConnSpec{j * stride, ((j + 1) % n) * stride, j + 1, 0, bytes});
   } else {
-    rd.fail(rd.node(*w, "kind"),
-            "workload kind '" + wk + "' unknown (cm | permutation | incast | all_to_all)");
+    rd.fail(rd.node(*w, "kind"), "workload kind '" + wk +
+                                     "' unknown (cm | permutation | incast | all_to_all | ring_allreduce | "
+                                     "ring_exchange)");
   }
 
-  // [[faults]]
-  if (const toml::node* fn = rd.node(root, "faults")) {
-    const toml::array* fa = fn->as_array();
-    if (fa == nullptr) rd.fail(fn, "'faults' must be an array of tables ([[faults]])");
-    for (const toml::node& e : *fa) {
-      const toml::table* f = e.as_table();
-      if (f == nullptr) rd.fail(&e, "each [[faults]] entry must be a table");
-      rd.keys(*f, "[[faults]]", {"kind", "at_us", "for_us", "link", "host", "plane", "rate_gbps", "loss"});
-      sim::LinkFault lf;
-      lf.at = static_cast<Time>(rd.num(*f, "at_us", 0, 0, 1e9) * 1000);
-      if (rd.node(*f, "link") != nullptr) {
-        lf.link = u32(rd.uint(*f, "link", 0, 0, sc.topo.links.size() - 1));
-      } else if (rd.node(*f, "host") != nullptr) {
-        const auto h = u32(rd.uint(*f, "host", 0, 0, sc.topo.hosts - 1));
-        lf.link = sc.topo.host_link(h, u32(rd.uint(*f, "plane", 0, 0, sc.topo.planes - 1)));
-      } else {
-        rd.fail(f, "a fault needs 'link' (link id) or 'host' (+ 'plane') to name its link");
-      }
-      const std::string fk = rd.str(*f, "kind", "down");
-      if (fk == "down") {
-        lf.kind = sim::LinkFaultKind::kDown;
-      } else if (fk == "rate") {
-        lf.kind = sim::LinkFaultKind::kRate;
-        if (rd.node(*f, "rate_gbps") == nullptr) rd.fail(f, "fault kind 'rate' needs 'rate_gbps'");
-        lf.value = rd.num(*f, "rate_gbps", 0, 0.001, 1e5) * 1e9;
-      } else if (fk == "loss") {
-        lf.kind = sim::LinkFaultKind::kLoss;
-        if (rd.node(*f, "loss") == nullptr) rd.fail(f, "fault kind 'loss' needs 'loss' (probability 0..1)");
-        lf.value = rd.num(*f, "loss", 0, 0, 1);
-      } else {
-        rd.fail(rd.node(*f, "kind"), "fault kind '" + fk + "' unknown (down | rate | loss)");
-      }
-      sc.run.faults.push_back(lf);
-      if (const toml::node* dn = rd.node(*f, "for_us")) {  // revert after the duration
-        const double d = rd.num(*f, "for_us", 0, 0, 1e9);
-        if (d <= 0) rd.fail(dn, "'for_us' must be > 0");
-        sim::LinkFault back = lf;
-        back.at = lf.at + static_cast<Time>(d * 1000);
-        if (lf.kind == sim::LinkFaultKind::kDown) back.kind = sim::LinkFaultKind::kUp;
-        if (lf.kind == sim::LinkFaultKind::kRate) back.value = sc.topo.links[lf.link].rate_bps;
-        if (lf.kind == sim::LinkFaultKind::kLoss) back.value = 0;
-        sc.run.faults.push_back(back);
+  std::vector<TaggedFault> faults;
+  parse_faults(rd, root, sc.topo, faults);
+  std::set<std::string> sets;
+  for (const TaggedFault& f : faults)
+    if (!f.set.empty()) sets.insert(f.set);
+
+  // [measure]
+  if (const toml::table* ms = rd.table(root, "measure")) {
+    rd.keys(*ms, "[measure]", {"fail_at_us", "end_us", "window_us", "settle", "flows"});
+    if (const toml::node* fl = rd.node(*ms, "flows")) {
+      const toml::array* a = fl->as_array();
+      if (a == nullptr) rd.fail(fl, "'flows' must be an array of connection indices");
+      for (const toml::node& n : *a) {
+        const auto* i = n.as_integer();
+        if (i == nullptr || i->get() < 0 || static_cast<std::size_t>(i->get()) >= sc.matrix.conns.size())
+          rd.fail(&n, "'flows' entries must be connection indices of the workload");
+        sc.measure_flows.push_back(static_cast<std::uint32_t>(i->get()));
       }
     }
+    if (rd.node(*ms, "fail_at_us") == nullptr || rd.node(*ms, "end_us") == nullptr)
+      rd.fail(ms, "[measure] needs 'fail_at_us' and 'end_us'");
+    sc.fail_at_us = rd.num(*ms, "fail_at_us", 0, 0, 1e9);
+    sc.measure_end_us = rd.num(*ms, "end_us", 0, sc.fail_at_us + 1e-3, 1e9);
+    sc.window_us = rd.num(*ms, "window_us", 0, 0, 1e9);
+    sc.settle = rd.num(*ms, "settle", 0.9, 0.01, 1);
+  }
+
+  // [[variants]]: each starts from the scenario's transport and applies the untagged faults plus
+  // the sets it names.
+  auto make_variant = [&](const toml::table* v) {
+    Variant out;
+    out.run = base;
+    std::set<std::string> use;
+    if (v != nullptr) {
+      rd.keys(*v, "[[variants]]",
+              {"label", "transport", "evs", "nscc", "pmtu", "qps_per_peer", "dcqcn", "roce_mtu", "rto_us",
+               "retry_limit", "pfc", "loss", "faults"});
+      parse_transport(rd, *v, out.run, "transport");
+      if (const toml::node* fs = rd.node(*v, "faults")) {
+        const toml::array* a = fs->as_array();
+        if (a == nullptr) rd.fail(fs, "'faults' must be an array of fault set names");
+        for (const toml::node& n : *a) {
+          const auto* s = n.as_string();
+          if (s == nullptr || sets.count(s->get()) == 0)
+            rd.fail(&n, "unknown fault set (name one used in 'set')");
+          use.insert(s->get());
+        }
+      }
+      if (rd.node(*v, "loss") != nullptr) {
+        // Loss on the way out of every NIC: each packet (data and ACK) crosses one lossy hop.
+        all_host_loss(sc.topo, rd.num(*v, "loss", 0, 0, 1), sim::LinkDir::kAtoB, out.run.faults);
+      }
+    }
+    for (const TaggedFault& f : faults)
+      if (f.set.empty() || use.count(f.set) != 0) out.run.faults.push_back(f.f);
+    out.label = v != nullptr ? rd.str(*v, "label", default_label(out.run)) : default_label(out.run);
+    if (sc.fail_at_us >= 0) {
+      out.run.sample_interval = 1;  // resolved to the window once base RTT is known
+      out.run.sample_conns = sc.measure_flows;
+    }
+    return out;
+  };
+  if (const toml::node* vn = rd.node(root, "variants")) {
+    const toml::array* va = vn->as_array();
+    if (va == nullptr || va->empty())
+      rd.fail(vn, "'variants' must be a non-empty array of tables ([[variants]])");
+    for (const toml::node& e : *va) {
+      const toml::table* v = e.as_table();
+      if (v == nullptr) rd.fail(&e, "each [[variants]] entry must be a table");
+      sc.variants.push_back(make_variant(v));
+    }
+  } else {
+    sc.variants.push_back(make_variant(nullptr));
   }
 
   // [output]
@@ -321,21 +528,84 @@ Scenario load_scenario(const std::string& path) {
   return sc;
 }
 
-// --- reporting -------------------------------------------------------------------------------------
+// --- metrics -----------------------------------------------------------------------------------------
 
 double goodput_gbps(const sim::FlowResult& f) {
   return f.finish == kNever || f.fct_us <= 0 ? 0 : static_cast<double>(f.conn.bytes) * 8 / (f.fct_us * 1e3);
 }
 
-nlohmann::json to_json(const Scenario& sc, const sim::RunResult& r, bool flows) {
+/// Workload-specific numbers of one variant's run.
+struct Extra {
+  double ring_us = 0, busbw_gbps = 0;                ///< ring all-reduce: completion, bus bandwidth per node
+  double victim_gbps = 0, incast_gbps = 0;           ///< incast
+  double pre_gbps = 0, post_gbps = 0, dip_gbps = 0;  ///< failover: goodput before/after, worst bin
+  double recovery_us = -1, recovery_rtts = -1;       ///< failover: time to full goodput (-1: never)
+  std::vector<double> goodput;                       ///< failover: Gb/s per bin
+};
+
+Extra extras(const Scenario& sc, const sim::RunResult& r) {
+  Extra x;
+  if (sc.workload == Workload::kRing && r.finished == r.flows.size() && r.last_finish_us > 0) {
+    double last = 0;
+    for (const sim::FlowResult& f : r.flows) last = std::max(last, static_cast<double>(f.arrived) / 1000.0);
+    x.ring_us = last;
+    const double n = sc.ring_nodes;
+    x.busbw_gbps = static_cast<double>(sc.ring_bytes) * 8 * 2 * (n - 1) / n / (last * 1e3);
+  }
+  if (sc.workload == Workload::kIncast) {
+    if (sc.victim != ~0u) x.victim_gbps = goodput_gbps(r.flows[sc.victim]);
+    double bytes = 0, last = 0;
+    for (std::uint32_t i = 0; i < r.flows.size(); ++i) {
+      if (i == sc.victim || r.flows[i].finish == kNever) continue;
+      bytes += static_cast<double>(r.flows[i].conn.bytes);
+      last = std::max(last, r.flows[i].fct_us);
+    }
+    if (last > 0) x.incast_gbps = bytes * 8 / (last * 1e3);
+  }
+  if (sc.fail_at_us >= 0 && r.sample_interval > 0 && !r.samples.empty()) {
+    // Goodput per bin; pre = second half before the failure, post = last quarter of the window.
+    const double w = static_cast<double>(r.sample_interval) / 1000.0;  // us
+    std::vector<double> g(r.samples.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+      g[i] = static_cast<double>(r.samples[i] - (i > 0 ? r.samples[i - 1] : 0)) * 8 / (w * 1e3);
+    x.goodput = g;
+    auto bin = [&](double us) { return std::min(g.size(), static_cast<std::size_t>(us / w)); };
+    auto mean = [&](std::size_t a, std::size_t b) {
+      double s = 0;
+      for (std::size_t i = a; i < b; ++i) s += g[i];
+      return b > a ? s / static_cast<double>(b - a) : 0.0;
+    };
+    const std::size_t f = bin(sc.fail_at_us), e = bin(sc.measure_end_us);
+    x.pre_gbps = mean(bin(sc.fail_at_us / 2), f);
+    x.post_gbps = mean(e - (e - f) / 4, e);
+    x.dip_gbps = f < e ? *std::min_element(g.begin() + static_cast<std::ptrdiff_t>(f),
+                                           g.begin() + static_cast<std::ptrdiff_t>(e))
+                       : 0;
+    const double target = sc.settle * x.post_gbps;
+    std::size_t k = e;
+    while (k > f && g[k - 1] >= target) --k;
+    if (k < e) {
+      x.recovery_us = std::max(0.0, static_cast<double>(k) * w - sc.fail_at_us);
+      x.recovery_rtts = x.recovery_us * 1000 / static_cast<double>(r.base_rtt);
+    }
+  }
+  return x;
+}
+
+// --- reporting -------------------------------------------------------------------------------------
+
+nlohmann::json to_json(const Scenario& sc, const Variant& v, const sim::RunResult& r, bool flows) {
   nlohmann::json j;
-  j["scenario"] = sc.name;
-  j["topology"] = sc.topo.name;
-  j["hosts"] = sc.topo.hosts;
+  j["variant"] = v.label;
+  j["transport"] = v.run.transport == sim::Transport::kMrc ? "mrc" : "roce";
   j["flows"] = r.flows.size();
   j["finished"] = r.finished;
+  j["failed"] = r.failed;
+  j["bytes_failed"] = r.bytes_failed;
   j["fct_us"] = {{"min", r.fct_min}, {"p50", r.fct_p50}, {"p99", r.fct_p99}, {"max", r.fct_max}};
-  j["packets"] = {{"data", r.tx_data}, {"rtx", r.tx_rtx}, {"sack", r.tx_sack}, {"nack", r.tx_nack}};
+  j["last_finish_us"] = r.last_finish_us;
+  j["packets"] = {
+      {"data", r.tx_data}, {"rtx", r.tx_rtx}, {"ack", r.tx_sack}, {"nack", r.tx_nack}, {"cnp", r.tx_cnp}};
   j["retransmits_by_cause"] = {
       {"nack", r.rtx_nack}, {"loss", r.rtx_loss}, {"timeout", r.rtx_timeout}, {"port", r.rtx_port}};
   j["timeouts"] = r.timeouts;
@@ -345,18 +615,23 @@ nlohmann::json to_json(const Scenario& sc, const sim::RunResult& r, bool flows) 
                  {"drops", r.net.dropped()},
                  {"drops_link_down", r.net.drops_by(sim::FabricDrop::kLinkDown)},
                  {"drops_gray", r.net.drops_by(sim::FabricDrop::kGrayLoss)},
+                 {"pfc_pauses", r.net.pfc_pauses},
                  {"hops", r.net.hops},
                  {"queue_peak_bytes", r.net.peak_data_bytes}};
-  j["run"] = {{"events", r.net.events},
-              {"events_per_s", r.events_per_s},
-              {"sim_time_us", static_cast<double>(r.end) / 1000.0},
-              {"wall_s", r.wall_s},
-              {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0}};
-  if (!sc.victims.empty()) {
-    nlohmann::json v = nlohmann::json::array();
-    for (std::uint32_t i : sc.victims) v.push_back(r.flows[i].fct_us);
-    j["victim_fct_us"] = v;
-  }
+  j["base_rtt_ns"] = r.base_rtt;
+  const Extra x = extras(sc, r);
+  if (sc.workload == Workload::kRing)
+    j["ring"] = {{"completion_us", x.ring_us}, {"busbw_gbps", x.busbw_gbps}};
+  if (sc.workload == Workload::kIncast)
+    j["incast"] = {{"victim_gbps", x.victim_gbps}, {"incast_gbps", x.incast_gbps}};
+  if (sc.fail_at_us >= 0)
+    j["failover"] = {{"pre_gbps", x.pre_gbps},
+                     {"post_gbps", x.post_gbps},
+                     {"dip_gbps", x.dip_gbps},
+                     {"recovery_us", x.recovery_us},
+                     {"recovery_base_rtts", x.recovery_rtts},
+                     {"bin_us", static_cast<double>(r.sample_interval) / 1000.0},
+                     {"goodput_gbps", x.goodput}};
   if (flows) {
     nlohmann::json a = nlohmann::json::array();
     for (const sim::FlowResult& f : r.flows)
@@ -365,6 +640,7 @@ nlohmann::json to_json(const Scenario& sc, const sim::RunResult& r, bool flows) 
                    {"id", f.conn.id},
                    {"bytes", f.conn.bytes},
                    {"finished", f.finish != kNever},
+                   {"ok", f.ok},
                    {"fct_us", f.fct_us},
                    {"goodput_gbps", goodput_gbps(f)},
                    {"rtx", f.qp.tx_rtx}});
@@ -373,43 +649,88 @@ nlohmann::json to_json(const Scenario& sc, const sim::RunResult& r, bool flows) 
   return j;
 }
 
-void write_csv(const std::string& path, const sim::RunResult& r) {
-  std::ofstream o(path);
-  if (!o) throw std::runtime_error("cannot write " + path);
-  o << "src,dst,id,start_us,bytes,finished,fct_us,goodput_gbps,rtx,rtx_nack,rtx_loss,rtx_timeout\n";
+void write_flows_csv(std::ostream& o, const std::string& label, const sim::RunResult& r) {
   for (const sim::FlowResult& f : r.flows) {
-    o << f.conn.src << ',' << f.conn.dst << ',' << f.conn.id << ','
+    o << '"' << label << "\"," << f.conn.src << ',' << f.conn.dst << ',' << f.conn.id << ','
       << static_cast<double>(f.conn.start) / 1000.0 << ',' << f.conn.bytes << ','
-      << (f.finish != kNever ? 1 : 0) << ',' << f.fct_us << ',' << goodput_gbps(f) << ',' << f.qp.tx_rtx
-      << ',' << f.qp.rtx_nack << ',' << f.qp.rtx_loss << ',' << f.qp.rtx_timeout << '\n';
+      << (f.finish != kNever ? 1 : 0) << ',' << (f.ok ? 1 : 0) << ',' << f.fct_us << ',' << goodput_gbps(f)
+      << ',' << f.qp.tx_rtx << ',' << f.qp.rtx_nack << ',' << f.qp.rtx_loss << ',' << f.qp.rtx_timeout
+      << '\n';
   }
 }
 
-void print_summary(const Scenario& sc, const sim::RunResult& r) {
-  std::printf("scenario %s  topology %s  hosts %u  flows %zu finished %u\n", sc.name.c_str(),
-              sc.topo.name.c_str(), sc.topo.hosts, r.flows.size(), r.finished);
-  std::printf("FCT us min/p50/p99/max  %.1f / %.1f / %.1f / %.1f\n", r.fct_min, r.fct_p50, r.fct_p99,
-              r.fct_max);
-  for (std::uint32_t i : sc.victims) std::printf("victim flow %u FCT %.1f us\n", i, r.flows[i].fct_us);
-  std::printf("data %llu  rtx %llu (nack %llu, loss %llu, timeout %llu, port %llu)  sack %llu  nack %llu\n",
-              static_cast<unsigned long long>(r.tx_data), static_cast<unsigned long long>(r.tx_rtx),
-              static_cast<unsigned long long>(r.rtx_nack), static_cast<unsigned long long>(r.rtx_loss),
-              static_cast<unsigned long long>(r.rtx_timeout), static_cast<unsigned long long>(r.rtx_port),
-              static_cast<unsigned long long>(r.tx_sack), static_cast<unsigned long long>(r.tx_nack));
-  std::printf(
-      "trims %llu  ecn %llu  drops %llu (link down %llu, gray %llu)  EV transitions %llu  queue peak %llu "
-      "B\n",
-      static_cast<unsigned long long>(r.net.trimmed), static_cast<unsigned long long>(r.net.ecn_marked),
-      static_cast<unsigned long long>(r.net.dropped()),
-      static_cast<unsigned long long>(r.net.drops_by(sim::FabricDrop::kLinkDown)),
-      static_cast<unsigned long long>(r.net.drops_by(sim::FabricDrop::kGrayLoss)),
-      static_cast<unsigned long long>(r.ev_transitions),
-      static_cast<unsigned long long>(r.net.peak_data_bytes));
+/// The comparison table: one row per variant (CSV when `csv`).
+void print_table(const Scenario& sc, const std::vector<sim::RunResult>& rs, bool csv) {
+  std::vector<std::string> head = {"variant", "done", "fct_p50_us", "fct_p99_us", "fct_max_us"};
+  if (sc.workload == Workload::kRing) head.insert(head.end(), {"allreduce_us", "busbw_gbps"});
+  if (sc.workload == Workload::kIncast) head.insert(head.end(), {"victim_gbps", "incast_gbps"});
+  if (sc.fail_at_us >= 0)
+    head.insert(head.end(),
+                {"pre_gbps", "dip_gbps", "post_gbps", "full_goodput_us", "base_rtts", "bytes_lost"});
+  head.insert(head.end(), {"rtx", "timeouts", "drops", "pfc_pauses"});
+  std::vector<std::vector<std::string>> rows;
+  auto fmt = [](double v, int prec) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f", prec, v);
+    return std::string(b);
+  };
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const sim::RunResult& r = rs[i];
+    const Extra x = extras(sc, r);
+    std::vector<std::string> row = {sc.variants[i].label,
+                                    std::to_string(r.finished) + "/" + std::to_string(r.flows.size()),
+                                    fmt(r.fct_p50, 1), fmt(r.fct_p99, 1), fmt(r.fct_max, 1)};
+    if (sc.workload == Workload::kRing) {
+      row.push_back(x.ring_us > 0 ? fmt(x.ring_us, 1) : "-");
+      row.push_back(fmt(x.busbw_gbps, 1));
+    }
+    if (sc.workload == Workload::kIncast) {
+      row.push_back(fmt(x.victim_gbps, 1));
+      row.push_back(fmt(x.incast_gbps, 1));
+    }
+    if (sc.fail_at_us >= 0) {
+      row.push_back(fmt(x.pre_gbps, 0));
+      row.push_back(fmt(x.dip_gbps, 0));
+      row.push_back(fmt(x.post_gbps, 0));
+      row.push_back(x.recovery_us >= 0 ? fmt(x.recovery_us, 1) : "never");
+      row.push_back(x.recovery_rtts >= 0 ? fmt(x.recovery_rtts, 1) : "-");
+      row.push_back(std::to_string(r.bytes_failed));
+    }
+    row.push_back(std::to_string(r.tx_rtx));
+    row.push_back(std::to_string(r.timeouts));
+    row.push_back(std::to_string(r.net.dropped()));
+    row.push_back(std::to_string(r.net.pfc_pauses));
+    rows.push_back(row);
+  }
+  if (csv) {
+    for (std::size_t c = 0; c < head.size(); ++c) std::cout << (c ? "," : "") << head[c];
+    std::cout << '\n';
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c)
+        std::cout << (c ? "," : "") << (c == 0 ? "\"" + row[c] + "\"" : row[c]);
+      std::cout << '\n';
+    }
+    return;
+  }
+  std::vector<std::size_t> wd(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    wd[c] = head[c].size();
+    for (const auto& row : rows) wd[c] = std::max(wd[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& v) {
+    for (std::size_t c = 0; c < v.size(); ++c)
+      std::printf(c == 0 ? "%-*s" : "  %*s", static_cast<int>(wd[c]), v[c].c_str());
+    std::printf("\n");
+  };
+  std::printf("scenario %s  topology %s  hosts %u  connections %zu\n\n", sc.name.c_str(),
+              sc.topo.name.c_str(), sc.topo.hosts, sc.matrix.conns.size());
+  line(head);
+  for (const auto& row : rows) line(row);
 }
 
-void print_run_line(const sim::RunResult& r) {
-  std::printf("events %llu  %.2f M events/s  simulated %.1f us  wall %.2f s  peak memory %.1f MB\n",
-              static_cast<unsigned long long>(r.net.events), r.events_per_s / 1e6,
+void print_run_line(const std::string& label, const sim::RunResult& r) {
+  std::printf("%s: events %llu  %.2f M events/s  simulated %.1f us  wall %.2f s  peak memory %.1f MB\n",
+              label.c_str(), static_cast<unsigned long long>(r.net.events), r.events_per_s / 1e6,
               static_cast<double>(r.end) / 1000.0, r.wall_s, static_cast<double>(r.peak_rss_kb) / 1024.0);
 }
 
@@ -429,49 +750,80 @@ void attach_progress(sim::RunConfig& rc, const std::string& label) {
   };
 }
 
-int run_default() {
+/// Runs every variant, prints the table (or JSON/CSV), writes the [output] files.
+int run_scenario(Scenario& sc) {
+  std::vector<sim::RunResult> rs;
+  for (Variant& v : sc.variants) {
+    attach_progress(v.run, v.label);
+    if (v.run.sample_interval > 0) {
+      // Failover bins: [measure] window_us, or one base RTT of this transport's packets.
+      const std::uint32_t ovh = v.run.fabric.wire_overhead;
+      const Duration rtt = sim::base_rtt(sc.topo, v.run.pmtu + 64 + ovh, 64 + ovh);
+      v.run.sample_interval = sc.window_us > 0 ? static_cast<Duration>(sc.window_us * 1000) : rtt;
+    }
+    rs.push_back(sim::run_matrix(sc.topo, sc.matrix, v.run));
+  }
+  if (!sc.json_path.empty()) {
+    std::ofstream o(sc.json_path);
+    if (!o) throw std::runtime_error("cannot write " + sc.json_path);
+    nlohmann::json all = {{"scenario", sc.name}, {"topology", sc.topo.name}, {"hosts", sc.topo.hosts}};
+    all["variants"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      all["variants"].push_back(to_json(sc, sc.variants[i], rs[i], true));
+    o << all.dump(2) << '\n';
+  }
+  if (!sc.csv_path.empty()) {
+    std::ofstream o(sc.csv_path);
+    if (!o) throw std::runtime_error("cannot write " + sc.csv_path);
+    o << "variant,src,dst,id,start_us,bytes,finished,ok,fct_us,goodput_gbps,rtx,rtx_nack,rtx_loss,rtx_"
+         "timeout\n";
+    for (std::size_t i = 0; i < rs.size(); ++i) write_flows_csv(o, sc.variants[i].label, rs[i]);
+  }
+  if (g_opt.json) {
+    nlohmann::json all = {{"scenario", sc.name}, {"topology", sc.topo.name}, {"hosts", sc.topo.hosts}};
+    all["variants"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      nlohmann::json j = to_json(sc, sc.variants[i], rs[i], false);
+      if (!g_opt.stable)
+        j["run"] = {{"events", rs[i].net.events},
+                    {"events_per_s", rs[i].events_per_s},
+                    {"sim_time_us", static_cast<double>(rs[i].end) / 1000.0},
+                    {"wall_s", rs[i].wall_s},
+                    {"peak_rss_mb", static_cast<double>(rs[i].peak_rss_kb) / 1024.0}};
+      all["variants"].push_back(j);
+    }
+    std::cout << all.dump(2) << '\n';
+  } else if (g_opt.csv) {
+    print_table(sc, rs, true);
+  } else {
+    print_table(sc, rs, false);
+    std::printf("\n");
+    for (std::size_t i = 0; i < rs.size(); ++i) print_run_line(sc.variants[i].label, rs[i]);
+  }
+  bool all_done = true;
+  for (const auto& r : rs) all_done = all_done && r.finished == r.flows.size();
+  return all_done ? 0 : 3;
+}
+
+Scenario default_scenario() {
   Scenario sc;
   sc.name = "default: perm-128 (k=8 fat tree, 100G, 2 MB/flow)";
   sim::FatTreeConfig fc;
   fc.k = 8;
   sc.topo = sim::make_fat_tree(fc);
   sc.matrix = sim::make_permutation(sc.topo.hosts, 2000000, 1);
-  struct Variant {
-    const char* label;
-    std::uint32_t evs;
-  };
-  const Variant variants[] = {{"MRC spray 128 EVs", 128}, {"MRC single EV (ECMP)", 1}};
-  nlohmann::json all = nlohmann::json::array();
-  std::vector<sim::RunResult> results;
-  for (const Variant& v : variants) {
-    sim::RunConfig rc = sc.run;
-    rc.evs_per_plane = v.evs;
-    attach_progress(rc, v.label);
-    results.push_back(sim::run_matrix(sc.topo, sc.matrix, rc));
-    if (g_opt.json) {
-      nlohmann::json j = to_json(sc, results.back(), false);
-      j["variant"] = v.label;
-      all.push_back(j);
-    }
-  }
-  if (g_opt.json) {
-    std::cout << all.dump(2) << '\n';
-    return 0;
-  }
-  std::printf("%s\n\n%-24s %8s %8s %8s %8s %8s %8s\n", sc.name.c_str(), "transport", "min", "p50", "p99",
-              "max", "rtx", "trims");
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const sim::RunResult& r = results[i];
-    std::printf("%-24s %8.1f %8.1f %8.1f %8.1f %8llu %8llu\n", variants[i].label, r.fct_min, r.fct_p50,
-                r.fct_p99, r.fct_max, static_cast<unsigned long long>(r.tx_rtx),
-                static_cast<unsigned long long>(r.net.trimmed));
-  }
-  std::printf("%-24s %8s (baseline pending: src/sim/roce.*)\n", "RoCEv2 + PFC", "n/a");
-  std::printf(
-      "(FCT in us; htsim reference for the same network: spray 180.6/193.2/200.7/200.9, single path "
-      "173.3/356.0/688.9/694.0, RoCE 178.5/497.6/805.5/812.5 on its own perm_128 matrix)\n\n");
-  for (const auto& r : results) print_run_line(r);
-  return 0;
+  Variant v;
+  v.run.evs_per_plane = 128;
+  v.label = "MRC 128 EVs";
+  sc.variants.push_back(v);
+  v.run.evs_per_plane = 1;
+  v.label = "MRC 1 EV (ECMP)";
+  sc.variants.push_back(v);
+  v.run.transport = sim::Transport::kRoce;
+  v.run.fabric.queue.pfc = true;
+  v.label = "RoCEv2+PFC (ECMP)";
+  sc.variants.push_back(v);
+  return sc;
 }
 
 }  // namespace
@@ -480,30 +832,22 @@ CLI::App* add_sim_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "sim", "run a packet-level fabric scenario (TOML, see scenarios/README.md); none: built-in default");
   c->add_option("scenario", g_opt.scenario, "scenario TOML file");
-  c->add_flag("--json", g_opt.json, "print the summary as JSON on stdout");
+  c->add_flag("--json", g_opt.json, "print the comparison as JSON on stdout");
+  c->add_flag("--csv", g_opt.csv, "print the comparison table as CSV on stdout");
+  c->add_flag("--stable", g_opt.stable, "with --json: leave out wall time, memory and speed (golden files)");
   c->add_flag("--no-progress", g_opt.no_progress, "no progress bar on stderr");
   return c;
 }
 
 int run_sim() {
   try {
-    if (g_opt.scenario.empty()) return run_default();
-    Scenario sc = load_scenario(g_opt.scenario);
-    attach_progress(sc.run, sc.name);
-    const sim::RunResult r = sim::run_matrix(sc.topo, sc.matrix, sc.run);
-    if (!sc.json_path.empty()) {
-      std::ofstream o(sc.json_path);
-      if (!o) throw std::runtime_error("cannot write " + sc.json_path);
-      o << to_json(sc, r, true).dump(2) << '\n';
-    }
-    if (!sc.csv_path.empty()) write_csv(sc.csv_path, r);
-    if (g_opt.json) {
-      std::cout << to_json(sc, r, false).dump(2) << '\n';
-    } else {
-      print_summary(sc, r);
-      print_run_line(r);
-    }
-    return r.finished == r.flows.size() ? 0 : 3;
+    Scenario sc = g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario);
+    const int rc = run_scenario(sc);
+    if (g_opt.scenario.empty() && !g_opt.json && !g_opt.csv)
+      std::printf(
+          "(htsim reference, its own perm_128 matrix: spray 180.6/193.2/200.7/200.9, single path "
+          "173.3/356.0/688.9/694.0, RoCE+PFC 178.5/497.6/805.5/812.5 us min/p50/p99/max)\n");
+    return rc;
   } catch (const ScenarioError& e) {
     std::fprintf(stderr, "mrc sim: %s\n", e.what());
     return 2;
