@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix, then builds examples/wimm_pingpong.c the way a
+# user would, three times: CMake find_package(mrc) with mrc::mrc (shared) and mrc::mrc_static,
+# and pkg-config + cc. Runs each build.
+#   packaging_test.sh BUILD_DIR EXAMPLES_DIR [EXTRA_C_FLAGS]
+set -euo pipefail
+build=$1 examples=$2 extra=${3:-}
+extra=${extra//;/ }  # a CMake list from the caller
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for f in include/mrc/mrc.h include/mrc/mrc.hpp include/mrc/mrc_api_ver.h lib/libmrc.so lib/libmrc.a \
+         lib/pkgconfig/mrc.pc lib/cmake/mrc/mrcConfig.cmake lib/cmake/mrc/mrcConfigVersion.cmake; do
+  [ -e "$prefix/$f" ] || { echo "packaging: $f not installed"; exit 1; }
+done
+
+mkdir "$work/proj"
+cp "$examples/wimm_pingpong.c" "$work/proj/"
+cat > "$work/proj/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(pingpong C)
+find_package(mrc 0.1 REQUIRED)
+add_executable(pingpong_shared wimm_pingpong.c)
+target_link_libraries(pingpong_shared PRIVATE mrc::mrc)
+add_executable(pingpong_static wimm_pingpong.c)
+target_link_libraries(pingpong_static PRIVATE mrc::mrc_static)
+foreach(t pingpong_shared pingpong_static)
+  set_target_properties(${t} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
+endforeach()
+CMAKE
+cmake -S "$work/proj" -B "$work/proj/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$extra" \
+      -DCMAKE_EXE_LINKER_FLAGS="$extra" >/dev/null
+cmake --build "$work/proj/build" >/dev/null
+"$work/proj/build/pingpong_shared" -n 50 -a 127.0.91.1 -b 127.0.91.2
+"$work/proj/build/pingpong_static" -n 50 -a 127.0.91.3 -b 127.0.91.4
+
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Wextra -Werror $extra "$examples/wimm_pingpong.c" $(pkg-config --cflags --libs mrc) \
+   -Wl,-rpath,"$(pkg-config --variable=libdir mrc)" -o "$work/pingpong_pc"
+"$work/pingpong_pc" -n 50 -a 127.0.91.5 -b 127.0.91.6
+echo "packaging: find_package (shared, static) and pkg-config builds ran"

@@ -1,0 +1,601 @@
+// The C functions of mrc_ctl.h: each one encodes its request, sends it through the handle's
+// transport (control socket or in-process service) and decodes the response into the caller's
+// structs.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "api/ctl.hpp"
+#include "api/ctl_proto.hpp"
+
+using mrc::api::CtlService;
+using mrc::api::CtlSession;
+using nlohmann::json;
+
+struct mrc_ctl_context {
+  int fd = -1;  ///< control socket, or -1 for an in-process service
+  CtlService* service = nullptr;
+  CtlSession session;
+  // mrc_ctl_open_local owns its endpoint.
+  std::unique_ptr<mrc::io::UdpEndpoint> udp;
+  std::unique_ptr<mrc::api::ProfileStore> store;
+  std::unique_ptr<CtlService> own_service;
+  std::string last_error;
+  std::uint32_t cqs = 0;  ///< open event CQs (close is EBUSY until they are destroyed)
+  ~mrc_ctl_context() {
+    if (service) service->end_session(session);
+    own_service.reset();
+    if (udp) udp->stop();
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct mrc_ctl_ev_event_cq {
+  mrc_ctl_context* ctx = nullptr;
+  std::uint64_t id = 0;
+  void* cq_context = nullptr;
+};
+
+namespace {
+
+/// Sends `req`, fills `rsp`; returns the response's errno (EIO when the transport failed).
+int call(mrc_ctl_context* ctx, const json& req, json& rsp) {
+  std::string out;
+  if (ctx->service != nullptr) {
+    out = ctx->service->dispatch(ctx->session, req.dump());
+  } else if (!mrc::api::send_msg(ctx->fd, req.dump()) || !mrc::api::recv_msg(ctx->fd, out)) {
+    ctx->last_error = "control socket closed";
+    return EIO;
+  }
+  try {
+    rsp = json::parse(out);
+    const int rc = rsp.at("rc").get<int>();
+    ctx->last_error = rsp.at("why").get<std::string>();
+    return rc;
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+}
+
+void copy_ev(const std::string& hex, mrc_ctl_ev_t out) {
+  const mrc::api::EvBytes b = mrc::api::ev_from_hex(hex);
+  std::memcpy(out, b.data(), b.size());
+}
+
+mrc::api::EvBytes ev_bytes(const mrc_ctl_ev_t v) {
+  mrc::api::EvBytes b{};
+  std::memcpy(b.data(), v, b.size());
+  return b;
+}
+
+const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
+
+int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
+                    std::uint32_t mask) {
+  if (ctx == nullptr || a == nullptr) return EINVAL;
+  json req{{"op", op},
+           {"id", id},
+           {"mask", mask},
+           {"state", static_cast<std::uint32_t>(a->profile_state)},
+           {"mode", static_cast<std::uint32_t>(a->ev_mode)},
+           {"fmt_id", a->ev_fmt_profile_id},
+           {"count", a->ev_count},
+           {"min_active", a->ev_min_active},
+           {"event_mask", a->ev_event_mask},
+           {"ev_op", static_cast<std::uint32_t>(a->ev_op.op)},
+           {"entries", json::array()},
+           {"capacity", 0},
+           {"fields_op", static_cast<std::uint32_t>(a->ev_fields_op.op)},
+           {"fields", json::array()},
+           {"fields_capacity", 0}};
+  const bool ev_op = mask & MRC_CTL_EV_PROFILE_EV_OP;
+  const bool fields_op = mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
+  if (ev_op) {
+    if (a->ev_op.num_entries > 0 && a->ev_op.entries == nullptr) return EINVAL;
+    if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
+      req["capacity"] = a->ev_op.num_entries;
+    } else {
+      for (std::uint32_t i = 0; i < a->ev_op.num_entries; ++i) {
+        const mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
+        mrc::api::EvOpEntry o;
+        o.ev = ev_bytes(e.ev.val);
+        o.port = e.ev.port;
+        o.ev_new = ev_bytes(e.ev_new.val);
+        o.port_new = e.ev_new.port;
+        o.state = e.state;
+        o.flags = e.flags;
+        req["entries"].push_back(mrc::api::to_json(o));
+      }
+    }
+  }
+  if (fields_op) {
+    if (a->ev_fields_op.field_count > 0 && a->ev_fields_op.fields == nullptr) return EINVAL;
+    if (a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_MODIFY) {
+      for (std::uint32_t i = 0; i < a->ev_fields_op.field_count; ++i) {
+        const mrc_ctl_ev_field& f = a->ev_fields_op.fields[i];
+        req["fields"].push_back(
+            mrc::api::to_json(mrc::api::EvField{f.width, f.init_val, f.min_val, f.max_val, f.mask}));
+      }
+    } else {
+      req["fields_capacity"] = a->ev_fields_op.field_count;
+    }
+  }
+  if ((mask & MRC_CTL_EV_PROFILE_VENDOR_CFG) && a->vendor_cfg_len > MRC_CTL_MAX_VENDOR_CFG_SIZE)
+    return EINVAL;
+  json rsp;
+  const int rc = call(ctx, req, rsp);
+  try {
+    if (std::strcmp(op, "query_ev") == 0 && rc == 0) {
+      a->cur_profile_state = static_cast<mrc_ctl_profile_state>(rsp.at("state").get<std::uint32_t>());
+      if (mask & MRC_CTL_EV_PROFILE_STATE) a->profile_state = a->cur_profile_state;
+      if (mask & MRC_CTL_EV_PROFILE_MODE)
+        a->ev_mode = static_cast<mrc_ctl_ev_mode>(rsp.at("mode").get<std::uint32_t>());
+      if (mask & MRC_CTL_EV_PROFILE_FMT_ID) a->ev_fmt_profile_id = rsp.at("fmt_id").get<std::uint64_t>();
+      if (mask & MRC_CTL_EV_PROFILE_COUNT) a->ev_count = rsp.at("count").get<std::uint32_t>();
+      if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) a->ev_min_active = rsp.at("min_active").get<std::uint32_t>();
+      if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) a->ev_event_mask = rsp.at("event_mask").get<std::uint32_t>();
+    }
+    if (ev_op && rsp.contains("entries")) {
+      a->ev_op.num_done = rsp.value("done", 0u);
+      if (rc == E2BIG) a->ev_op.num_entries = rsp.at("needed").get<std::uint32_t>();
+      const json& entries = rsp.at("entries");
+      if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
+        if (rc == 0) a->ev_op.num_entries = static_cast<std::uint32_t>(entries.size());
+        for (std::size_t i = 0; i < entries.size() && i < a->ev_op.num_entries; ++i) {
+          const mrc::api::EvOpEntry o = mrc::api::entry_from_json(entries[i]);
+          mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
+          std::memcpy(e.ev.val, o.ev.data(), MRC_CTL_EV_MAX_BYTES);
+          e.ev.port = o.port;
+          e.state = o.state;
+        }
+      } else if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
+        for (std::size_t i = 0; i < entries.size() && i < a->ev_op.num_entries; ++i)
+          a->ev_op.entries[i].state = entries[i].at("state").get<std::uint32_t>();
+      }
+    }
+    if (fields_op && a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_QUERY && rsp.contains("fields")) {
+      if (rc == E2BIG) a->ev_fields_op.field_count = rsp.at("needed").get<std::uint32_t>();
+      const json& fields = rsp.at("fields");
+      if (rc == 0) {
+        a->ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+          const mrc::api::EvField f = mrc::api::field_from_json(fields[i]);
+          a->ev_fields_op.fields[i] = mrc_ctl_ev_field{f.width, f.init_val, f.min_val, f.max_val, f.mask};
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  return rc;
+}
+
+}  // namespace
+
+mrc_ctl_context* mrc::api::ctl_open_embedded(CtlService& service, bool privileged) {
+  auto* ctx = new mrc_ctl_context;
+  ctx->service = &service;
+  ctx->session.privileged = privileged;
+  return ctx;
+}
+
+extern "C" {
+
+int mrc_ctl_query_version(uint32_t* major, uint32_t* minor, uint32_t* patch, uint32_t* impl) {
+  if (major == nullptr || minor == nullptr || patch == nullptr || impl == nullptr) return EINVAL;
+  *major = MRC_CTL_API_VER_MAJOR;
+  *minor = MRC_CTL_API_VER_MINOR;
+  *patch = MRC_CTL_API_VER_PATCH;
+  *impl = 1;
+  return 0;
+}
+
+mrc_ctl_context* mrc_ctl_open(const char* socket_path) {
+  sockaddr_un sa{};
+  if (socket_path == nullptr || std::strlen(socket_path) == 0 ||
+      std::strlen(socket_path) >= sizeof(sa.sun_path)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, socket_path, std::strlen(socket_path));
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return nullptr;
+  }
+  auto* ctx = new mrc_ctl_context;
+  ctx->fd = fd;
+  return ctx;
+}
+
+mrc_ctl_context* mrc_ctl_open_local(const mrc_ctl_local_attr* attr) {
+  if (attr == nullptr || attr->planes == nullptr || attr->num_planes == 0 ||
+      attr->num_planes > mrc::engine::kMaxPorts || (attr->flags & ~MRC_CTL_LOCAL_UNPRIVILEGED)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  mrc::io::UdpConfig uc;
+  for (std::uint32_t i = 0; i < attr->num_planes; ++i) {
+    mrc::io::IpAddr a;
+    if (attr->planes[i] == nullptr || !mrc::io::IpAddr::parse(attr->planes[i], a)) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    uc.planes.push_back(a);
+  }
+  if (attr->udp_port != 0) uc.port = attr->udp_port;
+  auto ctx = std::make_unique<mrc_ctl_context>();
+  std::string err;
+  errno = 0;
+  ctx->udp = mrc::io::UdpEndpoint::create(uc, err);
+  if (!ctx->udp) {
+    if (errno == 0) errno = EINVAL;
+    return nullptr;
+  }
+  for (std::uint32_t i = 0; i < attr->num_peers; ++i) {
+    std::vector<mrc::io::IpAddr> addrs;
+    std::string spec = attr->peers && attr->peers[i] ? attr->peers[i] : "";
+    for (std::size_t pos = 0; !spec.empty() && pos != std::string::npos;) {
+      const std::size_t comma = spec.find(',', pos);
+      mrc::io::IpAddr a;
+      if (!mrc::io::IpAddr::parse(spec.substr(pos, comma == std::string::npos ? comma : comma - pos), a))
+        break;
+      addrs.push_back(a);
+      pos = comma == std::string::npos ? comma : comma + 1;
+    }
+    if (ctx->udp->add_peer(addrs) == 0) {
+      errno = EINVAL;
+      return nullptr;
+    }
+  }
+  ctx->store = std::make_unique<mrc::api::ProfileStore>();
+  ctx->own_service = std::make_unique<CtlService>(*ctx->store, ctx->udp.get(), true);
+  ctx->service = ctx->own_service.get();
+  ctx->session.privileged = !(attr->flags & MRC_CTL_LOCAL_UNPRIVILEGED) && mrc::api::process_privileged();
+  if (!ctx->udp->start()) {
+    errno = EIO;
+    return nullptr;
+  }
+  return ctx.release();
+}
+
+int mrc_ctl_close(mrc_ctl_context* ctx) {
+  if (ctx == nullptr) return EINVAL;
+  if (ctx->cqs != 0) return EBUSY;
+  delete ctx;
+  return 0;
+}
+
+const char* mrc_ctl_last_error(const mrc_ctl_context* ctx) {
+  return ctx ? ctx->last_error.c_str() : "no handle";
+}
+
+int mrc_ctl_query_device_ex(mrc_ctl_context* ctx, mrc_ctl_device_attr* attr, uint32_t* supported) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "query_device"}}, rsp); rc != 0) return rc;
+  try {
+    *attr = mrc_ctl_device_attr{};
+    attr->mrc_ctl_protocol_version = MRC_CTL_PROTOCOL_VERSION_1;
+    const auto ev = rsp.at("ev").get<std::vector<std::uint32_t>>();
+    if (ev.size() != 7) return EIO;
+    attr->ev.ev_max_fmt_profiles = ev[0];
+    attr->ev.ev_max_profiles = ev[1];
+    attr->ev.ev_max_count = ev[2];
+    attr->ev.ev_free_count = ev[3];
+    attr->ev.ev_max_count_profile = ev[4];
+    attr->ev.ev_count_align = ev[5];
+    attr->ev.ev_max_width = ev[6];
+    attr->ev.ev_fmt_mode_mask = MRC_CTL_EV_FMT_MODE_STEV | MRC_CTL_EV_FMT_MODE_SRV6 | MRC_CTL_EV_FMT_MODE_UDP;
+    attr->ev.ev_mode_mask = MRC_CTL_EV_MODE_AUTO | MRC_CTL_EV_MODE_EXP | MRC_CTL_EV_MODE_GEN;
+    attr->ev.ev_op_max_entries = 0;
+    attr->cc.cc_max_profiles = rsp.at("cc_max_profiles").get<std::uint32_t>();
+    attr->cc.algorithms = kAlgorithms;
+    const auto planes = rsp.at("planes").get<std::uint32_t>();
+    attr->phy_port_mask = ((std::uint64_t{1} << planes) - 1) << 1;
+    attr->opt_attr =
+        MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_CAP_EP_OP_EV_PROBE;
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  if (supported != nullptr)
+    *supported =
+        MRC_CTL_DEVICE_ATTR_EV | MRC_CTL_DEVICE_ATTR_CC | MRC_CTL_DEVICE_ATTR_PORTS | MRC_CTL_DEVICE_ATTR_OPT;
+  return 0;
+}
+
+int mrc_ctl_query_device(mrc_ctl_context* ctx, mrc_ctl_device_attr* attr) {
+  return mrc_ctl_query_device_ex(ctx, attr, nullptr);
+}
+
+int mrc_ctl_query_port(mrc_ctl_context* ctx, uint8_t port, mrc_ctl_port_attr* attr, uint32_t attr_mask) {
+  if (ctx == nullptr || attr == nullptr || (attr_mask & ~MRC_CTL_PORT_ADMIN_STATE)) return EINVAL;
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "query_port"}, {"port", port}}, rsp); rc != 0) return rc;
+  if (attr_mask & MRC_CTL_PORT_ADMIN_STATE)
+    attr->port_admin_state =
+        rsp.value("admin", 0u) ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+  return 0;
+}
+
+int mrc_ctl_modify_port(mrc_ctl_context* ctx, uint8_t port, const mrc_ctl_port_attr* attr,
+                        uint32_t attr_mask) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  json rsp;
+  return call(ctx,
+              json{{"op", "modify_port"},
+                   {"port", port},
+                   {"mask", attr_mask},
+                   {"admin", static_cast<std::uint32_t>(attr->port_admin_state)}},
+              rsp);
+}
+
+int mrc_ctl_list_profiles(mrc_ctl_context* ctx, mrc_ctl_profile_kind kind, uint64_t* ids, uint32_t* count) {
+  static const char* const kKeys[] = {"ev_fmt", "ev", "cc"};
+  if (ctx == nullptr || count == nullptr || (*count > 0 && ids == nullptr) ||
+      kind < MRC_CTL_PROFILE_KIND_EV_FMT || kind > MRC_CTL_PROFILE_KIND_CC)
+    return EINVAL;
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "list"}}, rsp); rc != 0) return rc;
+  try {
+    const auto v = rsp.at(kKeys[kind]).get<std::vector<std::uint64_t>>();
+    const std::uint32_t room = *count;
+    *count = static_cast<std::uint32_t>(v.size());
+    if (room < v.size()) return E2BIG;
+    std::copy(v.begin(), v.end(), ids);
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  return 0;
+}
+
+int mrc_ctl_query_port_counters(mrc_ctl_context* ctx, uint8_t port, mrc_ctl_port_counters* out) {
+  if (ctx == nullptr || out == nullptr) return EINVAL;
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "counters"}}, rsp); rc != 0) return rc;
+  try {
+    const json& planes = rsp.at("planes");
+    if (port < 1 || port > planes.size()) {
+      ctx->last_error = "port must be 1.." + std::to_string(planes.size());
+      return EINVAL;
+    }
+    const json& p = planes[port - 1u];
+    *out = mrc_ctl_port_counters{
+        p.at("tx_packets").get<std::uint64_t>(), p.at("rx_packets").get<std::uint64_t>(),
+        p.at("tx_dropped").get<std::uint64_t>(), p.at("rx_ecn_ce").get<std::uint64_t>(),
+        p.at("rx_trimmed").get<std::uint64_t>()};
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  return 0;
+}
+
+int mrc_ctl_modify_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
+                                  uint32_t attr_mask) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  std::vector<std::uint32_t> widths;
+  if (attr_mask & MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS) {
+    if (attr->ev_fmt_op.fmt_field_count > 0 && attr->ev_fmt_op.fmt_fields == nullptr) return EINVAL;
+    for (std::uint32_t i = 0; i < attr->ev_fmt_op.fmt_field_count; ++i)
+      widths.push_back(attr->ev_fmt_op.fmt_fields[i].width);
+  }
+  json rsp;
+  return call(ctx,
+              json{{"op", "modify_ev_fmt"},
+                   {"id", id},
+                   {"mask", attr_mask},
+                   {"state", static_cast<std::uint32_t>(attr->profile_state)},
+                   {"mode", static_cast<std::uint32_t>(attr->ev_fmt_mode)},
+                   {"widths", widths}},
+              rsp);
+}
+
+int mrc_ctl_query_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
+                                 uint32_t attr_mask) {
+  constexpr std::uint32_t known = MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_CUR_STATE |
+                                  MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_QUERY_FIELDS;
+  if (ctx == nullptr || attr == nullptr || (attr_mask & ~known)) return EINVAL;
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "query_ev_fmt"}, {"id", id}}, rsp); rc != 0) return rc;
+  try {
+    attr->cur_profile_state = static_cast<mrc_ctl_profile_state>(rsp.at("state").get<std::uint32_t>());
+    if (attr_mask & MRC_CTL_EV_FMT_PROFILE_STATE) attr->profile_state = attr->cur_profile_state;
+    if (attr_mask & MRC_CTL_EV_FMT_PROFILE_MODE)
+      attr->ev_fmt_mode = static_cast<mrc_ctl_ev_fmt_mode>(rsp.at("mode").get<std::uint32_t>());
+    if (attr_mask & MRC_CTL_EV_FMT_PROFILE_QUERY_FIELDS) {
+      const auto widths = rsp.at("widths").get<std::vector<std::uint32_t>>();
+      const std::uint32_t room = attr->ev_fmt_op.fmt_field_count;
+      attr->ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
+      if (room < widths.size()) {
+        ctx->last_error = "the field array needs " + std::to_string(widths.size()) + " entries";
+        return E2BIG;
+      }
+      if (!widths.empty() && attr->ev_fmt_op.fmt_fields == nullptr) return EINVAL;
+      for (std::size_t i = 0; i < widths.size(); ++i) attr->ev_fmt_op.fmt_fields[i].width = widths[i];
+    }
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  return 0;
+}
+
+int mrc_ctl_modify_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
+                              uint32_t attr_mask) {
+  if (attr != nullptr && (attr_mask & MRC_CTL_EV_PROFILE_CUR_STATE)) return EINVAL;
+  return ev_profile_call(ctx, "modify_ev", id, attr, attr_mask);
+}
+
+int mrc_ctl_query_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
+                             uint32_t attr_mask) {
+  if (attr != nullptr && (attr_mask & MRC_CTL_EV_PROFILE_EV_OP) &&
+      attr->ev_op.op != MRC_CTL_EV_OP_QUERY_EV_STATE && attr->ev_op.op != MRC_CTL_EV_OP_QUERY_EV_ARRAY)
+    return EINVAL;
+  return ev_profile_call(ctx, "query_ev", id, attr, attr_mask);
+}
+
+int mrc_ctl_modify_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
+                              uint32_t attr_mask) {
+  if (ctx == nullptr || attr == nullptr) return EINVAL;
+  json config = nullptr;
+  if (attr_mask & MRC_CTL_CC_PROFILE_CONFIG) {
+    if (attr->cc_config == nullptr || attr->cc_config_len != sizeof(mrc_ctl_cc_nscc_cfg)) {
+      ctx->last_error = "cc_config must point to a struct mrc_ctl_cc_nscc_cfg";
+      return EINVAL;
+    }
+    config = mrc::api::to_json(*static_cast<const mrc_ctl_cc_nscc_cfg*>(attr->cc_config));
+  }
+  json rsp;
+  return call(ctx,
+              json{{"op", "modify_cc"},
+                   {"id", id},
+                   {"mask", attr_mask},
+                   {"state", static_cast<std::uint32_t>(attr->profile_state)},
+                   {"algorithm", attr->algorithm ? json(attr->algorithm) : json(nullptr)},
+                   {"config", config}},
+              rsp);
+}
+
+int mrc_ctl_query_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
+                             uint32_t attr_mask) {
+  constexpr std::uint32_t known = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_CUR_STATE |
+                                  MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG;
+  if (ctx == nullptr || attr == nullptr || (attr_mask & ~known)) return EINVAL;
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "query_cc"}, {"id", id}}, rsp); rc != 0) return rc;
+  try {
+    attr->cur_profile_state = static_cast<mrc_ctl_profile_state>(rsp.at("state").get<std::uint32_t>());
+    if (attr_mask & MRC_CTL_CC_PROFILE_STATE) attr->profile_state = attr->cur_profile_state;
+    if (attr_mask & MRC_CTL_CC_PROFILE_ALGORITHM)
+      attr->algorithm = rsp.at("algorithm").is_null() ? nullptr : kAlgorithms[0];
+    if (attr_mask & MRC_CTL_CC_PROFILE_CONFIG) {
+      if (attr->cc_config == nullptr || attr->cc_config_len < sizeof(mrc_ctl_cc_nscc_cfg)) return EINVAL;
+      if (rsp.at("config").is_null()) {
+        attr->cc_config_len = 0;
+      } else {
+        *static_cast<mrc_ctl_cc_nscc_cfg*>(attr->cc_config) = mrc::api::nscc_from_json(rsp.at("config"));
+        attr->cc_config_len = sizeof(mrc_ctl_cc_nscc_cfg);
+      }
+    }
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  return 0;
+}
+
+mrc_ctl_ev_event_cq* mrc_ctl_create_ev_event_cq(mrc_ctl_context* ctx, int cqe, void* cq_context,
+                                                void* channel, int comp_vector) {
+  if (ctx == nullptr || cqe <= 0 || channel != nullptr || comp_vector != 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  json rsp;
+  if (const int rc = call(ctx, json{{"op", "create_cq"}, {"cqe", cqe}}, rsp); rc != 0) {
+    errno = rc;
+    return nullptr;
+  }
+  auto* cq = new mrc_ctl_ev_event_cq;
+  ++ctx->cqs;
+  cq->ctx = ctx;
+  cq->id = rsp.value("cq", std::uint64_t{0});
+  cq->cq_context = cq_context;
+  return cq;
+}
+
+int mrc_ctl_destroy_ev_event_cq(mrc_ctl_ev_event_cq* cq) {
+  if (cq == nullptr) return EINVAL;
+  json rsp;
+  const int rc = call(cq->ctx, json{{"op", "destroy_cq"}, {"cq", cq->id}}, rsp);
+  if (rc != 0) return rc;
+  --cq->ctx->cqs;
+  delete cq;
+  return 0;
+}
+
+void* mrc_ctl_ev_event_cq_context(const mrc_ctl_ev_event_cq* cq) {
+  return cq ? cq->cq_context : nullptr;
+}
+
+int mrc_ctl_poll_ev_event(mrc_ctl_ev_event_cq* cq, int num_entries, mrc_ctl_ev_event* ev) {
+  if (cq == nullptr || num_entries < 0 || (num_entries > 0 && ev == nullptr)) return -EINVAL;
+  json rsp;
+  if (const int rc = call(cq->ctx, json{{"op", "poll_cq"}, {"cq", cq->id}, {"n", num_entries}}, rsp); rc != 0)
+    return -rc;
+  try {
+    const json& events = rsp.at("events");
+    int n = 0;
+    for (const json& e : events) {
+      if (n >= num_entries) break;
+      mrc_ctl_ev_event& o = ev[n++];
+      o = mrc_ctl_ev_event{};
+      o.profile_id = e.at("profile").get<std::uint64_t>();
+      copy_ev(e.at("ev").get<std::string>(), o.ev.val);
+      o.ev.port = e.at("port").get<std::uint8_t>();
+      o.drop_count = e.at("drops").get<std::uint32_t>();
+      o.state = e.at("state").get<std::uint32_t>();
+    }
+    return n;
+  } catch (const std::exception& e) {
+    cq->ctx->last_error = std::string("bad response: ") + e.what();
+    return -EIO;
+  }
+}
+
+int mrc_ctl_ep_batch_send_wait(mrc_ctl_context* ctx, uint8_t req_tc, mrc_ctl_ep_op_type op_type,
+                               const mrc_ctl_ep_req* req, uint32_t num_req, uint64_t rsp_timeout_ns,
+                               mrc_ctl_ep_rsp* rsp, uint32_t* num_rsp) {
+  if (ctx == nullptr || num_rsp == nullptr || (num_req > 0 && req == nullptr) ||
+      (op_type == MRC_CTL_EP_OP_EV_PROBE && num_req > 0 && rsp == nullptr))
+    return EINVAL;
+  *num_rsp = 0;
+  json reqs = json::array();
+  for (std::uint32_t i = 0; i < num_req; ++i) {
+    const mrc_ctl_ep_req& r = req[i];
+    reqs.push_back(json{{"req_id", r.req_id},
+                        {"dgid", std::vector<std::uint8_t>(r.dgid, r.dgid + 16)},
+                        {"ev_fmt_mode", r.ev_fmt_mode},
+                        {"ev", mrc::api::ev_hex(ev_bytes(r.req_ev.val))},
+                        {"port", r.req_ev.port},
+                        {"port_status", r.op.port_status_update.port_status}});
+  }
+  json out;
+  const int rc = call(ctx,
+                      json{{"op", "ep_batch"},
+                           {"tc", req_tc},
+                           {"op_type", static_cast<std::uint32_t>(op_type)},
+                           {"timeout", rsp_timeout_ns},
+                           {"reqs", reqs}},
+                      out);
+  if (rc != 0 && rc != ETIMEDOUT) return rc;
+  try {
+    for (const json& r : out.at("rsps")) {
+      if (*num_rsp >= num_req) break;
+      mrc_ctl_ep_rsp& o = rsp[(*num_rsp)++];
+      o.req_id = r.at("req_id").get<std::uint16_t>();
+      o.port = r.at("port").get<std::uint8_t>();
+      o.rtt = r.at("rtt").get<std::uint64_t>();
+      o.adj_svc_time = r.at("adj").get<bool>() ? 1 : 0;
+    }
+  } catch (const std::exception& e) {
+    ctx->last_error = std::string("bad response: ") + e.what();
+    return EIO;
+  }
+  return rc;
+}
+
+}  // extern "C"

@@ -1,0 +1,95 @@
+// The controller's request dispatcher: one per endpoint process. Every controller call, whether it
+// came over the control socket or from an in-process handle, is a serialized request (a JSON
+// object, see ctl_service.cpp) handled by dispatch(), so both paths run the same code.
+//
+// It owns what the profile store does not: EV event CQs, EV probes in flight, the GID -> peer map,
+// and the privilege rule (a Session says whether its peer may modify anything).
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/profile_store.hpp"
+#include "io/udp_endpoint.hpp"
+
+namespace mrc::api {
+
+/// One controller connection (or in-process handle).
+struct CtlSession {
+  bool privileged = false;
+  std::vector<std::uint64_t> cqs;  ///< EV event CQs it created (destroyed with it)
+};
+
+/// uid 0 or CAP_NET_ADMIN in the effective set of process `pid` (0 = this process).
+bool process_privileged(int pid = 0);
+
+struct CtlHooks {
+  /// A port's admin state changed (1-based port): the application API's port events.
+  std::function<void(std::uint8_t port, bool up)> port_changed;
+};
+
+class CtlService {
+ public:
+  /// `udp` null: profiles only (port admin and endpoint operations answer ENOTSUP). With
+  /// `poll_events` the service drains udp->poll_event() itself (no application in the process);
+  /// otherwise the owner hands every engine event it does not consume to on_engine_event().
+  CtlService(ProfileStore& store, io::UdpEndpoint* udp, bool poll_events, CtlHooks hooks = {});
+  ~CtlService();
+  CtlService(const CtlService&) = delete;
+  CtlService& operator=(const CtlService&) = delete;
+
+  /// Handles one request; never throws, malformed requests get EINVAL.
+  std::string dispatch(CtlSession& s, const std::string& request);
+  /// Releases what the session owned.
+  void end_session(CtlSession& s);
+  /// EV state changes and EV probe answers from the engine (any thread).
+  void on_engine_event(const engine::Event& e);
+
+  ProfileStore& store() { return store_; }
+
+ private:
+  struct EventCq {
+    std::uint32_t cqe = 0;
+    std::deque<EvEventRecord> events;
+    std::deque<std::uint32_t> drops;  ///< per queued event: events lost just before it
+    std::uint32_t pending_drops = 0;  ///< lost since the last queued event
+  };
+  struct ProbeWait {
+    bool answered = false, timed_out = false;
+    std::uint64_t rtt = 0;
+    bool adj = false;
+    std::uint8_t port = 0;
+    std::uint64_t order = 0;
+  };
+  struct Request;
+
+  void pump();
+  void on_store_event(const EvEventRecord& r);
+  std::uint32_t peer_for(const std::uint8_t gid[16], int& rc);
+  int ep_batch(Request& q);
+
+  ProfileStore& store_;
+  io::UdpEndpoint* udp_;
+  bool poll_events_;
+  CtlHooks hooks_;
+  std::mutex pump_mu_;
+
+  std::mutex cq_mu_;
+  std::map<std::uint64_t, EventCq> cqs_;
+  std::uint64_t next_cq_ = 1;
+
+  std::mutex probe_mu_;
+  std::condition_variable probe_cv_;
+  std::map<std::uint16_t, ProbeWait> probes_;
+  std::uint64_t answer_order_ = 0;
+
+  std::mutex peer_mu_;
+  std::map<std::vector<std::uint8_t>, std::uint32_t> peers_;
+};
+
+}  // namespace mrc::api

@@ -1,0 +1,487 @@
+// mrc.h: versions, devices (software endpoints), PDs, MRs, contexts, progress and the routing of
+// engine completions and events to CQs, channels and async events.
+#include <arpa/inet.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string_view>
+
+#include "api/objects.hpp"
+
+using mrc::api::fail;
+
+namespace {
+
+constexpr std::uint16_t kDefaultUdpPort = 4791;
+
+mrc_wc_status to_wc_status(mrc::engine::WcStatus s) {
+  using mrc::engine::WcStatus;
+  switch (s) {
+    case WcStatus::kSuccess:
+      return MRC_WC_SUCCESS;
+    case WcStatus::kRetryExceeded:
+      return MRC_WC_RETRY_EXC_ERR;
+    case WcStatus::kRemoteAccessError:
+      return MRC_WC_REM_ACCESS_ERR;
+    case WcStatus::kRemoteInvalidRequest:
+      return MRC_WC_REM_INV_REQ_ERR;
+    case WcStatus::kRemoteOpError:
+      return MRC_WC_REM_OP_ERR;
+    case WcStatus::kLocalProtectionError:
+      return MRC_WC_LOC_PROT_ERR;
+    case WcStatus::kFlushed:
+      return MRC_WC_WR_FLUSH_ERR;
+  }
+  return MRC_WC_GENERAL_ERR;
+}
+
+mrc_wc_opcode to_wc_opcode(mrc::engine::WcOpcode op) {
+  // Verbs reports a send-side WRITE_WITH_IMM as IBV_WC_RDMA_WRITE.
+  return op == mrc::engine::WcOpcode::kRecvRdmaWithImm ? MRC_WC_RECV_RDMA_WITH_IMM : MRC_WC_RDMA_WRITE;
+}
+
+void signal_fd(int fd) {
+  const std::uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof one);
+}
+
+void deliver(mrc_context& ctx, const mrc::engine::Completion& c) {
+  const auto it = ctx.qps.find(c.qpn);
+  if (it == ctx.qps.end()) return;  // its QP was destroyed meanwhile
+  mrc_cq* cq = c.is_recv ? it->second->init.recv_cq : it->second->init.send_cq;
+  if (cq->overrun.load(std::memory_order_relaxed)) return;
+  if (cq->count.load(std::memory_order_acquire) >= cq->cqe) {
+    // Verbs: a CQ overrun is a CQ error; the completion is lost and the application is told.
+    cq->overrun.store(true, std::memory_order_release);
+    cq->async_unacked.fetch_add(1);
+    mrc_async_event ev{};
+    ev.element.cq = cq;
+    ev.event_type = MRC_EVENT_CQ_ERR;
+    mrc::api::post_async_event(ctx, ev);
+    return;
+  }
+  mrc_wc wc{};
+  wc.wr_id = c.wr_id;
+  wc.status = to_wc_status(c.status);
+  wc.opcode = to_wc_opcode(c.opcode);
+  wc.byte_len = c.byte_len;
+  if (c.has_imm) {
+    wc.imm_data = htonl(c.imm);
+    wc.wc_flags = MRC_WC_WITH_IMM;
+  }
+  wc.qp_num = c.qpn;
+  wc.src_qp = it->second->dest_qpn.load(std::memory_order_relaxed);
+  cq->ring.push(wc);
+  cq->count.fetch_add(1, std::memory_order_release);
+  if (cq->channel != nullptr && cq->armed.exchange(false)) {
+    {
+      std::lock_guard<std::mutex> lk(cq->channel->mu);
+      cq->channel->fired.push_back(cq);
+    }
+    signal_fd(cq->channel->fd);
+  }
+}
+
+void deliver(mrc_context& ctx, const mrc::engine::Event& e) {
+  if (e.type == mrc::engine::EventType::kQpError) {
+    const auto it = ctx.qps.find(e.qpn);
+    if (it == ctx.qps.end()) return;
+    it->second->fatal.store(true);
+    if (it->second->requested_error.load()) return;
+    it->second->async_unacked.fetch_add(1);
+    mrc_async_event ev{};
+    ev.element.qp = it->second;
+    ev.event_type = MRC_EVENT_QP_FATAL;
+    mrc::api::post_async_event(ctx, ev);
+    return;
+  }
+  if (ctx.device->ctl_event_sink) ctx.device->ctl_event_sink(e);
+}
+
+/// Splits "a,b,c@port".
+bool parse_spec(std::string_view spec, std::vector<std::string>& addrs, std::uint16_t& port) {
+  port = 0;
+  const std::size_t at = spec.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string p(spec.substr(at + 1));
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(p.c_str(), &end, 10);
+    if (p.empty() || *end != '\0' || v == 0 || v > 65535) return false;
+    port = static_cast<std::uint16_t>(v);
+    spec = spec.substr(0, at);
+  }
+  while (!spec.empty()) {
+    const std::size_t comma = spec.find(',');
+    addrs.emplace_back(spec.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    spec = spec.substr(comma + 1);
+  }
+  return !addrs.empty() && addrs.size() <= MRC_MAX_PLANES;
+}
+
+}  // namespace
+
+namespace mrc::api {
+
+void route(mrc_context& ctx) {
+  io::UdpEndpoint& ue = *ctx.device->ue;
+  engine::Completion c;
+  while (ue.poll_completion(c)) deliver(ctx, c);
+  engine::Event e;
+  while (ue.poll_event(e)) deliver(ctx, e);
+}
+
+void post_async_event(mrc_context& ctx, const mrc_async_event& ev) {
+  {
+    std::lock_guard<std::mutex> lk(ctx.async_mu);
+    ctx.async_events.push_back(ev);
+  }
+  signal_fd(ctx.async_fd);
+}
+
+void post_port_event(mrc_context& ctx, std::uint8_t port_num, bool up) {
+  mrc_async_event ev{};
+  ev.element.port_num = port_num;
+  ev.event_type = up ? MRC_EVENT_PORT_ACTIVE : MRC_EVENT_PORT_ERR;
+  post_async_event(ctx, ev);
+}
+
+}  // namespace mrc::api
+
+extern "C" {
+
+void mrc_query_version(uint32_t* current, uint32_t* last_supported, uint32_t* vendor_current,
+                       uint32_t* vendor_last_supported) {
+  if (current) *current = MRC_API_VER_CURRENT;
+  if (last_supported) *last_supported = MRC_API_VER_LAST_SUPPORTED;
+  if (vendor_current) *vendor_current = MRC_VENDOR_API_VER_CURRENT;
+  if (vendor_last_supported) *vendor_last_supported = MRC_VENDOR_API_VER_LAST_SUPPORTED;
+}
+
+mrc_device* mrc_open_device(const mrc_device_config* config) {
+  if (config == nullptr || config->num_planes == 0 || config->num_planes > MRC_MAX_PLANES) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  mrc::io::UdpConfig uc;
+  for (std::uint32_t i = 0; i < config->num_planes; ++i) {
+    mrc::io::IpAddr a;
+    if (config->plane_addr[i] == nullptr || !mrc::io::IpAddr::parse(config->plane_addr[i], a) ||
+        (i > 0 && a.family != uc.planes[0].family)) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    uc.planes.push_back(a);
+  }
+  uc.port = config->udp_port != 0 ? config->udp_port : kDefaultUdpPort;
+  uc.engine.seed = config->seed != 0 ? config->seed
+                                     : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
+  auto dev = std::make_unique<mrc_device>();
+  if (config->ctl_socket != nullptr) dev->ctl_socket = config->ctl_socket;
+  std::string err;
+  errno = 0;
+  dev->ue = mrc::io::UdpEndpoint::create(uc, err);
+  if (!dev->ue) {
+    if (errno == 0) errno = EINVAL;
+    return nullptr;
+  }
+  if (!dev->ctl_socket.empty()) {
+    // The controller API's server; engine events reach it through ctl_event_sink.
+    mrc_device* d = dev.get();
+    mrc::api::CtlHooks hooks;
+    hooks.port_changed = [d](std::uint8_t port, bool up) {
+      std::lock_guard<std::mutex> lk(d->mu);
+      if (d->ctx != nullptr) mrc::api::post_port_event(*d->ctx, port, up);
+    };
+    errno = 0;
+    dev->ctl =
+        mrc::api::start_ctl_server(*dev->ue, dev->profiles, dev->ctl_socket, err, false, std::move(hooks));
+    if (!dev->ctl) {
+      if (errno == 0) errno = EINVAL;
+      return nullptr;
+    }
+    dev->ctl_event_sink = [s = dev->ctl.get()](const mrc::engine::Event& e) { s->on_engine_event(e); };
+  }
+  return dev.release();
+}
+
+mrc_device* mrc_open_device_str(const char* spec) {
+  if (spec == nullptr) spec = std::getenv("MRC_DEVICE");
+  std::vector<std::string> addrs;
+  mrc_device_config cfg{};
+  if (spec == nullptr || !parse_spec(spec, addrs, cfg.udp_port)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  cfg.num_planes = static_cast<std::uint32_t>(addrs.size());
+  for (std::size_t i = 0; i < addrs.size(); ++i) cfg.plane_addr[i] = addrs[i].c_str();
+  return mrc_open_device(&cfg);
+}
+
+int mrc_close_device(mrc_device* device) {
+  if (device == nullptr) return fail(EINVAL);
+  {
+    std::lock_guard<std::mutex> lk(device->mu);
+    if (device->ctx != nullptr || device->pds != 0) return fail(EBUSY);
+  }
+  delete device;
+  return 0;
+}
+
+int mrc_query_gid(mrc_device* device, uint8_t port_num, int index, mrc_gid* gid) {
+  if (device == nullptr || gid == nullptr || index != 0 || port_num == 0 ||
+      port_num > device->ue->num_planes())
+    return fail(EINVAL);
+  const mrc::io::IpAddr& a = device->ue->config().planes[port_num - 1u];
+  std::memset(gid->raw, 0, sizeof gid->raw);
+  if (a.family == AF_INET) {
+    gid->raw[10] = 0xFF;
+    gid->raw[11] = 0xFF;
+    std::memcpy(gid->raw + 12, a.bytes.data(), 4);
+  } else {
+    std::memcpy(gid->raw, a.bytes.data(), 16);
+  }
+  return 0;
+}
+
+int mrc_query_udp_port(mrc_device* device, uint16_t* port) {
+  if (device == nullptr || port == nullptr) return fail(EINVAL);
+  *port = device->ue->config().port;
+  return 0;
+}
+
+int mrc_query_device_ex(mrc_device* device, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
+  if (device == nullptr || attr == nullptr || (ctx != nullptr && ctx->device != device)) return fail(EINVAL);
+  *attr = mrc_device_attr{};
+  attr->protocol = MRC_PROTOCOL_VERSION_1;
+  attr->wimm_attr.max_wimm = 0xFFFF;
+  attr->wimm_attr.max_wimm_dest = 0xFFFF;
+  attr->mpr_attr.max_mpr = 0xFF;
+  attr->mpr_attr.mpr_resolution = 128;
+  attr->qp_attr.max_qp_hint = 1024;
+  attr->cap = MRC_DEVICE_CAP_TRIM_NACK | MRC_DEVICE_CAP_DYNAMIC_MPR | MRC_DEVICE_CAP_SVC_TIME;
+  attr->num_ports = device->ue->num_planes();
+  attr->max_qp_wr = 1u << 20;
+  attr->max_sge = 1;
+  attr->max_cqe = 1u << 20;
+  if (supported) *supported = 1;
+  return 0;
+}
+
+int mrc_query_device(mrc_device* device, mrc_device_attr* attr, int* supported) {
+  return mrc_query_device_ex(device, nullptr, attr, supported);
+}
+
+mrc_pd* mrc_alloc_pd(mrc_device* device) {
+  if (device == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lk(device->mu);
+  auto* pd = new (std::nothrow) mrc_pd{device, 0};
+  if (pd == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  ++device->pds;
+  return pd;
+}
+
+int mrc_dealloc_pd(mrc_pd* pd) {
+  if (pd == nullptr) return fail(EINVAL);
+  std::lock_guard<std::mutex> lk(pd->device->mu);
+  if (pd->users != 0) return fail(EBUSY);
+  --pd->device->pds;
+  delete pd;
+  return 0;
+}
+
+mrc_mr* mrc_reg_mr(mrc_pd* pd, void* addr, size_t length, int access) {
+  constexpr int kKnown = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
+  if (pd == nullptr || addr == nullptr || length == 0 || (access & ~kKnown) != 0 ||
+      ((access & MRC_ACCESS_REMOTE_WRITE) && !(access & MRC_ACCESS_LOCAL_WRITE))) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::uint32_t eng_access = 0;
+  if (access & MRC_ACCESS_LOCAL_WRITE) eng_access |= mrc::engine::access::kLocalWrite;
+  if (access & MRC_ACCESS_REMOTE_WRITE) eng_access |= mrc::engine::access::kRemoteWrite;
+  std::lock_guard<std::mutex> lk(pd->device->mu);
+  const mrc::engine::MemoryRegion* region = nullptr;
+  pd->device->ue->execute(
+      [&](mrc::engine::Endpoint& ep) { region = ep.memory().register_region(addr, length, eng_access); });
+  if (region == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* mr = new MrcMrImpl;
+  mr->pub.device = pd->device;
+  mr->pub.pd = pd;
+  mr->pub.addr = addr;
+  mr->pub.length = length;
+  mr->pub.handle = region->lkey;
+  mr->pub.lkey = region->lkey;
+  mr->pub.rkey = region->rkey;
+  ++pd->users;
+  return &mr->pub;
+}
+
+int mrc_dereg_mr(mrc_mr* mr) {
+  if (mr == nullptr) return fail(EINVAL);
+  mrc_pd* pd = mr->pd;
+  std::lock_guard<std::mutex> lk(pd->device->mu);
+  bool ok = false;
+  pd->device->ue->execute([&](mrc::engine::Endpoint& ep) { ok = ep.memory().deregister(mr->lkey); });
+  if (!ok) return fail(EINVAL);
+  --pd->users;
+  delete reinterpret_cast<MrcMrImpl*>(mr);
+  return 0;
+}
+
+mrc_context* mrc_create_context(mrc_device* device, const mrc_context_attr* attr) {
+  if (device == nullptr ||
+      (attr && (attr->flags & ~static_cast<std::uint32_t>(MRC_CONTEXT_APP_PROGRESS)) != 0)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  // 0 = latest; otherwise the version must lie in the supported range.
+  if (attr && ((attr->mrc_api_version_used != 0 && attr->mrc_api_version_used > MRC_API_VER_CURRENT) ||
+               (attr->mrc_vendor_api_version_used != 0 &&
+                (attr->mrc_vendor_api_version_used > MRC_VENDOR_API_VER_CURRENT ||
+                 attr->mrc_vendor_api_version_used < MRC_VENDOR_API_VER_LAST_SUPPORTED)))) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lk(device->mu);
+  if (device->ctx != nullptr) {
+    errno = EBUSY;
+    return nullptr;
+  }
+  auto ctx = std::make_unique<mrc_context>();
+  ctx->device = device;
+  if (attr) ctx->attr = *attr;
+  ctx->app_progress = attr && (attr->flags & MRC_CONTEXT_APP_PROGRESS);
+  ctx->async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ctx->async_fd < 0) return nullptr;
+  mrc_context* c = ctx.get();
+  if (!ctx->app_progress) {
+    device->ue->set_export_hook([c] { mrc::api::route(*c); });
+    device->ue->start();
+  }
+  device->ctx = ctx.release();
+  return c;
+}
+
+int mrc_destroy_context(mrc_context* ctx) {
+  if (ctx == nullptr) return fail(EINVAL);
+  mrc_device* dev = ctx->device;
+  std::lock_guard<std::mutex> lk(dev->mu);
+  if (!ctx->qps.empty() || ctx->cqs != 0 || ctx->channels != 0 || ctx->hints != 0) return fail(EBUSY);
+  dev->ue->stop();
+  dev->ue->set_export_hook(nullptr);
+  // Whatever the engine still holds belongs to no QP now.
+  mrc::engine::Completion c;
+  while (dev->ue->poll_completion(c)) {
+  }
+  mrc::engine::Event e;
+  while (dev->ue->poll_event(e)) {
+  }
+  ::close(ctx->async_fd);
+  dev->ctx = nullptr;
+  delete ctx;
+  return 0;
+}
+
+int mrc_progress(mrc_context* ctx, int timeout_ms) {
+  if (ctx == nullptr || !ctx->app_progress || timeout_ms < 0) return fail(EINVAL);
+  const std::size_t n = ctx->device->ue->progress(static_cast<mrc::Duration>(timeout_ms) * 1'000'000ull);
+  mrc::api::route(*ctx);
+  return static_cast<int>(std::min<std::size_t>(n, 0x7FFFFFFF));
+}
+
+int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
+  if (ctx == nullptr || event == nullptr) return fail(EINVAL);
+  std::uint64_t v = 0;
+  if (::read(ctx->async_fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) return -1;  // errno from read
+  std::lock_guard<std::mutex> lk(ctx->async_mu);
+  *event = ctx->async_events.front();
+  ctx->async_events.pop_front();
+  return 0;
+}
+
+void mrc_ack_async_event(mrc_async_event* event) {
+  if (event == nullptr) return;
+  switch (event->event_type) {
+    case MRC_EVENT_CQ_ERR:
+      if (event->element.cq) mrc::api::ack(event->element.cq->async_unacked, 1);
+      break;
+    case MRC_EVENT_QP_FATAL:
+    case MRC_EVENT_QP_REQ_ERR:
+    case MRC_EVENT_QP_ACCESS_ERR:
+    case MRC_EVENT_COMM_EST:
+    case MRC_EVENT_SQ_DRAINED:
+    case MRC_EVENT_PATH_MIG:
+    case MRC_EVENT_PATH_MIG_ERR:
+      if (event->element.qp) mrc::api::ack(event->element.qp->async_unacked, 1);
+      break;
+    case MRC_EVENT_DEVICE_FATAL:
+    case MRC_EVENT_PORT_ACTIVE:
+    case MRC_EVENT_PORT_ERR:
+      break;
+  }
+}
+
+int mrc_get_async_fd(mrc_context* ctx, int* fd) {
+  if (ctx == nullptr || fd == nullptr) return fail(EINVAL);
+  *fd = ctx->async_fd;
+  return 0;
+}
+
+const char* mrc_wc_status_str(mrc_wc_status status) {
+  static const char* const kNames[] = {"success",
+                                       "local length error",
+                                       "local QP operation error",
+                                       "local EE context operation error",
+                                       "local protection error",
+                                       "WR flushed",
+                                       "memory bind operation error",
+                                       "bad response error",
+                                       "local access error",
+                                       "remote invalid request error",
+                                       "remote access error",
+                                       "remote operation error",
+                                       "transport retry counter exceeded",
+                                       "RNR retry counter exceeded",
+                                       "local RDD violation error",
+                                       "remote invalid RD request",
+                                       "operation aborted",
+                                       "invalid EE context number",
+                                       "invalid EE context state",
+                                       "fatal error",
+                                       "response timeout error",
+                                       "general error"};
+  const auto i = static_cast<std::size_t>(status);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
+}
+
+const char* mrc_event_type_str(mrc_event_type type) {
+  static const char* const kNames[] = {"CQ error",
+                                       "local work queue catastrophic error",
+                                       "invalid request local work queue error",
+                                       "local access violation work queue error",
+                                       "communication established",
+                                       "send queue drained",
+                                       "path migrated",
+                                       "path migration request error",
+                                       "local catastrophic error",
+                                       "port active",
+                                       "port error"};
+  const auto i = static_cast<std::size_t>(type);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
+}
+
+}  // extern "C"

@@ -1,0 +1,141 @@
+// The objects behind the opaque handles of mrc.h, shared by the application API (src/api/*.cpp)
+// and the controller API (ctl*.cpp), which reaches a device's endpoint and profiles through them.
+//
+// Threading: control calls of one device serialise on mrc_device::mu; with the progress thread
+// running they touch the engine only inside UdpEndpoint::execute(). Completions and events are
+// routed by route() on the one producer thread (the progress thread, or mrc_progress's caller);
+// each CQ is a single-producer ring that mrc_poll_cq drains.
+#pragma once
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "api/ctl_server.hpp"
+#include "api/profile_store.hpp"
+#include "io/ring.hpp"
+#include "io/udp_endpoint.hpp"
+#include "mrc/mrc.h"
+
+struct mrc_device {
+  std::unique_ptr<mrc::io::UdpEndpoint> ue;
+  mrc::api::ProfileStore profiles;
+  std::string ctl_socket;
+  std::mutex mu;  ///< control path of this device and its context
+  mrc_context* ctx = nullptr;
+  std::uint32_t pds = 0;
+  struct PeerKey {
+    std::vector<mrc::io::IpAddr> addrs;
+    std::uint16_t port = 0;
+    std::uint32_t handle = 0;
+  };
+  std::vector<PeerKey> peers;  ///< endpoint peer handles, reused per (addresses, port)
+  /// Engine events the application API does not turn into async events (EV state changes, EV
+  /// probe answers, peer port status): handed to the controller API when it listens. Runs on the
+  /// producer thread.
+  std::function<void(const mrc::engine::Event&)> ctl_event_sink;
+  /// Control socket server when the config names a ctl_socket (mrc_ctl.h); declared last so it
+  /// stops before the endpoint and the profiles go.
+  std::unique_ptr<mrc::api::CtlServer> ctl;
+};
+
+struct mrc_pd {
+  mrc_device* device = nullptr;
+  std::uint32_t users = 0;  ///< MRs and QPs
+};
+
+/// The public struct mrc_mr comes first so the handle is the user-visible struct.
+struct MrcMrImpl {
+  mrc_mr pub{};
+};
+
+struct mrc_comp_channel {
+  mrc_context* ctx = nullptr;
+  int fd = -1;  ///< eventfd (semaphore): one count per fired CQ
+  std::mutex mu;
+  std::deque<mrc_cq*> fired;
+  std::uint32_t cqs = 0;
+};
+
+struct mrc_cq {
+  mrc_context* ctx = nullptr;
+  void* cq_context = nullptr;
+  mrc_comp_channel* channel = nullptr;
+  std::uint32_t cqe = 0;
+  mrc::io::SpscRing<mrc_wc> ring;
+  std::atomic<std::uint32_t> count{0};  ///< entries in ring (the producer refuses beyond cqe)
+  std::atomic<bool> armed{false};
+  std::atomic<bool> overrun{false};
+  std::mutex poll_mu;                     ///< one poller at a time (ring consumer)
+  std::atomic<std::uint32_t> unacked{0};  ///< mrc_get_cq_event results not yet acked
+  std::atomic<std::uint32_t> async_unacked{0};
+  std::uint32_t qps = 0;
+  explicit mrc_cq(std::uint32_t n) : cqe(n), ring(n) {}
+};
+
+struct mrc_qp_hint {
+  mrc_context* ctx = nullptr;
+  mrc_qp_hint_attr attr{};
+  std::uint32_t qps = 0;
+};
+
+struct mrc_qp {
+  mrc_context* ctx = nullptr;
+  std::uint32_t qpn = 0;
+  mrc_qp_init_attr init{};
+  std::atomic<mrc_qp_state> state{MRC_QPS_RESET};  ///< as the API last set it; `fatal` overrides
+  mrc_ib_qp_attr ib{};                             ///< IB attributes as last set
+  mrc_qp_attr mrc{};                               ///< MRC attributes as last set
+  mrc::engine::QpConfig cfg;                       ///< what the engine QP is built from
+  bool profiles_held = false;
+  std::atomic<std::uint32_t> async_unacked{0};
+  std::atomic<std::uint32_t> dest_qpn{0};  ///< set at RTR; read by route() for mrc_wc.src_qp
+  std::atomic<bool> fatal{false};          ///< the engine moved it to ERROR
+  /// The application moved it to ERR: the engine's QP-error event that follows is no async event
+  /// (verbs raises none for a requested transition).
+  std::atomic<bool> requested_error{false};
+};
+
+struct mrc_context {
+  mrc_device* device = nullptr;
+  mrc_context_attr attr{};
+  bool app_progress = false;
+  std::uint32_t channels = 0, cqs = 0, hints = 0;
+  /// qpn -> QP; written inside execute() (or on the app-progress thread), read by route().
+  std::unordered_map<std::uint32_t, mrc_qp*> qps;
+  // Asynchronous events: an eventfd (semaphore) counts the queued ones.
+  int async_fd = -1;
+  std::mutex async_mu;
+  std::deque<mrc_async_event> async_events;
+};
+
+namespace mrc::api {
+
+/// Drains the endpoint's completions and events into CQs, channels and async events. Producer
+/// thread only.
+void route(mrc_context& ctx);
+/// Queues an asynchronous event (any thread).
+void post_async_event(mrc_context& ctx, const mrc_async_event& ev);
+/// A local plane (port_num 1-based) went up or down: MRC_EVENT_PORT_ACTIVE / _ERR. For the
+/// controller API's port admin.
+void post_port_event(mrc_context& ctx, std::uint8_t port_num, bool up);
+/// Takes n off an acknowledgement count, never below zero: acking more than was delivered is an
+/// application bug, not a crash.
+inline void ack(std::atomic<std::uint32_t>& count, std::uint32_t n) {
+  std::uint32_t cur = count.load();
+  while (!count.compare_exchange_weak(cur, cur >= n ? cur - n : 0)) {
+  }
+}
+/// Sets errno and returns -1 (the C API's error convention).
+inline int fail(int e) {
+  errno = e;
+  return -1;
+}
+
+}  // namespace mrc::api

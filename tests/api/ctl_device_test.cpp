@@ -1,0 +1,91 @@
+// The controller against a device of the application API: mrc_open_device starts the control
+// socket named in its config; a QP that names an EV and a CC profile at INIT holds them (EBUSY),
+// and a controller deny reaches the QP's live EV set.
+#include <unistd.h>
+
+#include "api/objects.hpp"
+#include "ctl_harness.hpp"
+#include "engine/qp.hpp"
+#include "mrc/mrc.h"
+
+namespace mrc::ctltest {
+namespace {
+
+TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
+  const std::string path = "/tmp/mrc-ctl-dev-" + std::to_string(::getpid());
+  mrc_device_config cfg{};
+  cfg.num_planes = 2;
+  cfg.plane_addr[0] = "127.76.1.1";
+  cfg.plane_addr[1] = "127.76.2.1";
+  cfg.ctl_socket = path.c_str();
+  mrc_device* dev = mrc_open_device(&cfg);
+  ASSERT_NE(dev, nullptr) << std::strerror(errno);
+  mrc_ctl_context* c = mrc_ctl_open(path.c_str());
+  ASSERT_NE(c, nullptr) << std::strerror(errno);
+  online_fmt(c, 13);
+  explicit_profile(c, 1, 13, 4, 2);
+  mrc_ctl_cc_profile_attr cc{};
+  cc.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  cc.algorithm = nullptr;
+  ASSERT_EQ(mrc_ctl_modify_cc_profile(c, 6, &cc, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM), 0);
+  cc.profile_state = MRC_CTL_PROFILE_ONLINE;
+  ASSERT_EQ(mrc_ctl_modify_cc_profile(c, 6, &cc, MRC_CTL_CC_PROFILE_STATE), 0);
+
+  mrc_context_attr ca{};
+  mrc_context* ctx = mrc_create_context(dev, &ca);
+  ASSERT_NE(ctx, nullptr);
+  mrc_pd* pd = mrc_alloc_pd(dev);
+  ASSERT_NE(pd, nullptr);
+  mrc_cq* cq = mrc_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  mrc_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.pd = pd;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+  ia.cap.max_send_sge = 1;
+  ia.protocol_version = MRC_PROTOCOL_VERSION_1;
+  mrc_qp* qp = mrc_create_qp(ctx, &ia);
+  ASSERT_NE(qp, nullptr);
+  mrc_ib_qp_attr ib{};
+  ib.qp_state = MRC_QPS_INIT;
+  ib.qp_access_flags = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
+  mrc_qp_attr ma{};
+  ma.profile.ev_profile_id = 1;
+  ma.profile.cc_profile_id = 6;
+  ASSERT_EQ(mrc_modify_qp(qp, &ib, MRC_IB_QP_STATE | MRC_IB_QP_PKEY_INDEX | MRC_IB_QP_ACCESS_FLAGS, &ma,
+                          MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID),
+            0)
+      << std::strerror(errno);
+  EXPECT_EQ(ev_state(c, 1, MRC_CTL_PROFILE_OFFLINE), EBUSY);
+  cc.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(c, 6, &cc, MRC_CTL_CC_PROFILE_STATE), EBUSY);
+  mrc_ctl_ev_profile_attr q{};
+  ASSERT_EQ(mrc_ctl_query_ev_profile(c, 1, &q, MRC_CTL_EV_PROFILE_CUR_STATE), 0);
+  EXPECT_EQ(q.cur_profile_state, MRC_CTL_PROFILE_ONLINE);
+  // A deny reaches the QP's EV manager at once.
+  std::vector<mrc_ctl_ev_op_entry> e(1);
+  e[0].ev = ev16(2, 2, 2);
+  e[0].state = MRC_CTL_EV_DENIED;
+  ASSERT_EQ(ev_op(c, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, e), 0);
+  std::uint32_t qpn = 0;
+  ASSERT_EQ(mrc_get_qpn(qp, &qpn), 0);
+  engine::EvState st = engine::EvState::kGood;
+  dev->ue->execute([&](engine::Endpoint& ep) {
+    const engine::EvManager& evm = ep.qp(qpn)->evs();
+    st = evm.state(evm.find(0x00020002u, 1));
+  });
+  EXPECT_EQ(st, engine::EvState::kDenied);
+
+  ASSERT_EQ(mrc_destroy_qp(qp), 0);
+  EXPECT_EQ(ev_state(c, 1, MRC_CTL_PROFILE_OFFLINE), 0) << "the QP let go";
+  EXPECT_EQ(mrc_ctl_modify_cc_profile(c, 6, &cc, MRC_CTL_CC_PROFILE_STATE), 0);
+  EXPECT_EQ(mrc_ctl_close(c), 0);
+  EXPECT_EQ(mrc_destroy_cq(cq), 0);
+  EXPECT_EQ(mrc_dealloc_pd(pd), 0);
+  EXPECT_EQ(mrc_destroy_context(ctx), 0);
+  EXPECT_EQ(mrc_close_device(dev), 0);
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the socket file goes with the device";
+}
+
+}  // namespace
+}  // namespace mrc::ctltest

@@ -1,0 +1,288 @@
+// Controller operations that reach the endpoint: EV probes between two UDP endpoints on
+// loopback, port-status updates, port admin, the control socket (server thread + client in the
+// same test) and privilege checks of socket peers.
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api/ctl_proto.hpp"
+#include "api/ctl_server.hpp"
+#include "ctl_harness.hpp"
+
+namespace mrc::ctltest {
+namespace {
+
+io::IpAddr addr(const std::string& s) {
+  io::IpAddr a;
+  EXPECT_TRUE(io::IpAddr::parse(s, a)) << s;
+  return a;
+}
+
+/// Endpoint A (controller side) and B on 127.<net>.<plane>.1 / .2; B knows A as a peer so it
+/// answers A's probes.
+struct Pair {
+  std::unique_ptr<io::UdpEndpoint> a, b;
+  explicit Pair(int net) {
+    const std::string p = "127." + std::to_string(net) + ".";
+    io::UdpConfig ca;
+    ca.planes = {addr(p + "1.1"), addr(p + "2.1")};
+    io::UdpConfig cb = ca;
+    cb.planes = {addr(p + "1.2"), addr(p + "2.2")};
+    std::string err;
+    a = io::UdpEndpoint::create(ca, err);
+    EXPECT_TRUE(a) << err;
+    b = io::UdpEndpoint::create(cb, err);
+    EXPECT_TRUE(b) << err;
+    if (!a || !b) return;
+    EXPECT_NE(b->add_peer(ca.planes), 0u);
+    EXPECT_TRUE(a->start());
+    EXPECT_TRUE(b->start());
+  }
+};
+
+mrc_ctl_ep_req probe(std::uint16_t id, const std::string& v4, std::uint8_t port, std::uint32_t ev) {
+  mrc_ctl_ep_req r{};
+  r.req_id = id;
+  r.dgid[10] = r.dgid[11] = 0xFF;
+  EXPECT_EQ(inet_pton(AF_INET, v4.c_str(), r.dgid + 12), 1);
+  r.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
+  r.req_ev.val[0] = static_cast<std::uint8_t>(ev >> 24);
+  r.req_ev.val[1] = static_cast<std::uint8_t>(ev >> 16);
+  r.req_ev.val[2] = static_cast<std::uint8_t>(ev >> 8);
+  r.req_ev.val[3] = static_cast<std::uint8_t>(ev);
+  r.req_ev.port = port;
+  return r;
+}
+
+constexpr std::uint64_t kLong = 2'000'000'000;  // answers normally come in microseconds
+
+TEST(CtlProbe, RoundTripBetweenTwoLoopbackEndpointsHasPositiveRtt) {
+  Pair p(71);
+  ASSERT_TRUE(p.a && p.b);
+  Ctl t(2, p.a.get(), true);
+  mrc_ctl_ep_req req[2] = {probe(7, "127.71.1.2", 1, 0x00010002u), probe(8, "127.71.2.2", 2, 0x12345678u)};
+  mrc_ctl_ep_rsp rsp[2]{};
+  std::uint32_t n = 0;
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, req, 2, kLong, rsp, &n), 0)
+      << mrc_ctl_last_error(t.ctx);
+  ASSERT_EQ(n, 2u);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    EXPECT_GT(rsp[i].rtt, 0u);
+    EXPECT_EQ(rsp[i].port, rsp[i].req_id == 7 ? 1 : 2);
+  }
+  EXPECT_NE(rsp[0].req_id, rsp[1].req_id);
+  // One answers, one goes to an address nobody has: ETIMEDOUT with the answer returned.
+  mrc_ctl_ep_req mixed[2] = {probe(9, "127.71.1.2", 1, 5), probe(10, "127.71.1.3", 1, 6)};
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, mixed, 2, 50'000'000, rsp, &n),
+            ETIMEDOUT);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(rsp[0].req_id, 9);
+  // Refusals.
+  mrc_ctl_ep_req dup[2] = {probe(11, "127.71.1.2", 1, 5), probe(11, "127.71.1.2", 1, 6)};
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, dup, 2, kLong, rsp, &n), EINVAL);
+  mrc_ctl_ep_req bad = probe(12, "127.71.1.2", 3, 5);
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL)
+      << "port 3 of 2";
+  bad = probe(12, "127.71.1.2", 1, 5);
+  bad.dgid[10] = 0;  // not an IPv4-mapped GID on an IPv4 endpoint
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL);
+  bad = probe(12, "127.71.1.2", 1, 5);
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 64, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL)
+      << "req_tc is a DSCP";
+  api::CtlSession s{true, {}};
+  const auto unknown = nlohmann::json::parse(
+      t.svc->dispatch(s, R"({"op":"ep_batch","tc":0,"op_type":7,"timeout":1,"reqs":[]})"));
+  EXPECT_EQ(unknown.at("rc").get<int>(), ENOTSUP);
+}
+
+TEST(CtlPort, AdminStateDrivesTheEngineAndPortStatusUpdates) {
+  Pair p(72);
+  ASSERT_TRUE(p.a && p.b);
+  Ctl t(2, p.a.get(), true);
+  mrc_ctl_port_attr pa{};
+  ASSERT_EQ(mrc_ctl_query_port(t.ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
+  EXPECT_EQ(pa.port_admin_state, MRC_CTL_PORT_ADMIN_ENABLED);
+  EXPECT_EQ(mrc_ctl_query_port(t.ctx, 3, &pa, MRC_CTL_PORT_ADMIN_STATE), EINVAL);
+  EXPECT_EQ(mrc_ctl_query_port(t.ctx, 0, &pa, MRC_CTL_PORT_ADMIN_STATE), EINVAL);
+  pa.port_admin_state = MRC_CTL_PORT_ADMIN_DISABLED;
+  EXPECT_EQ(mrc_ctl_modify_port(t.ctx, 1, &pa, 1u << 1), EINVAL) << "unknown mask bit";
+  ASSERT_EQ(mrc_ctl_modify_port(t.ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
+  ASSERT_EQ(mrc_ctl_query_port(t.ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
+  EXPECT_EQ(pa.port_admin_state, MRC_CTL_PORT_ADMIN_DISABLED);
+  std::uint32_t engine_mask = 0;
+  p.a->execute([&](engine::Endpoint& ep) { engine_mask = ep.port_mask(); });
+  EXPECT_EQ(engine_mask, 0b10u);
+  mrc_ctl_ep_req r = probe(1, "127.72.1.2", 1, 5);
+  mrc_ctl_ep_rsp rsp{};
+  std::uint32_t n = 0;
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, kLong, &rsp, &n), EIO)
+      << "port 1 is down";
+  // A port-status update must carry the real usable ports (bit N = port N): now port 2 only.
+  mrc_ctl_ep_req u = probe(2, "127.72.2.2", 2, 0);
+  u.op.port_status_update.port_status = 0b110;
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE, &u, 1, kLong, nullptr, &n),
+            EINVAL);
+  u.op.port_status_update.port_status = 0b100;
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_PORT_STATUS_UPDATE, &u, 1, kLong, nullptr, &n),
+            0)
+      << mrc_ctl_last_error(t.ctx);
+  EXPECT_EQ(n, 0u) << "updates are not answered";
+  bool seen = false;
+  for (int i = 0; i < 20000 && !seen; ++i) {
+    engine::Event e;
+    while (p.b->poll_event(e))
+      if (e.type == engine::EventType::kPortStatus && e.port_mask == 0b10u) seen = true;
+    if (!seen) ::usleep(100);
+  }
+  EXPECT_TRUE(seen) << "B learned that A has only its second port";
+  pa.port_admin_state = MRC_CTL_PORT_ADMIN_ENABLED;
+  ASSERT_EQ(mrc_ctl_modify_port(t.ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
+  EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, kLong, &rsp, &n), 0);
+  // Without an endpoint behind the controller these are ENOTSUP.
+  Ctl offline;
+  EXPECT_EQ(mrc_ctl_query_port(offline.ctx, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), ENOTSUP);
+}
+
+std::string sock_path(const char* tag) {
+  return "/tmp/mrc-ctl-" + std::string(tag) + "-" + std::to_string(::getpid());
+}
+
+TEST(CtlSocket, ServerAndClientRunTheSameOperations) {
+  Pair p(73);
+  ASSERT_TRUE(p.a && p.b);
+  api::ProfileStore store;
+  std::string err;
+  const std::string path = sock_path("srv");
+  auto srv = api::start_ctl_server(*p.a, store, path, err, true);
+  ASSERT_TRUE(srv) << err;
+  errno = 0;
+  EXPECT_EQ(mrc_ctl_open("/tmp/mrc-ctl-does-not-exist"), nullptr);
+  EXPECT_EQ(errno, ENOENT);
+  mrc_ctl_context* c = mrc_ctl_open(path.c_str());
+  ASSERT_NE(c, nullptr);
+  online_fmt(c, 13);
+  explicit_profile(c, 1, 13, 4, 2);
+  std::vector<mrc_ctl_ev_op_entry> arr(4);
+  mrc_ctl_ev_profile_attr q{};
+  q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
+  q.ev_op.entries = arr.data();
+  q.ev_op.num_entries = 4;
+  ASSERT_EQ(mrc_ctl_query_ev_profile(c, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
+  EXPECT_EQ(arr[3].ev.val[1], 4);
+  EXPECT_EQ(arr[3].ev.port, 2);
+  api::QpProfiles qp;
+  ASSERT_EQ(store.acquire(1, 0, 2, qp), 0) << "the server changed this process's store";
+  EXPECT_EQ(ev_state(c, 1, MRC_CTL_PROFILE_OFFLINE), EBUSY);
+  store.release(1, 0);
+  mrc_ctl_ep_req r = probe(3, "127.73.1.2", 1, 5);
+  mrc_ctl_ep_rsp rsp{};
+  std::uint32_t n = 0;
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(c, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, kLong, &rsp, &n), 0)
+      << mrc_ctl_last_error(c);
+  EXPECT_GT(rsp.rtt, 0u);
+  mrc_ctl_ev_event_cq* cq = mrc_ctl_create_ev_event_cq(c, 4, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  std::vector<mrc_ctl_ev_op_entry> e(1);
+  e[0].ev = ev16(1, 1, 1);
+  e[0].state = MRC_CTL_EV_DENIED;
+  ASSERT_EQ(ev_op(c, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, e), 0);
+  e[0].state = MRC_CTL_EV_GOOD;
+  ASSERT_EQ(ev_op(c, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, e), 0);
+  mrc_ctl_ev_event ev[2];
+  ASSERT_EQ(mrc_ctl_poll_ev_event(cq, 2, ev), 1);
+  EXPECT_EQ(ev[0].state, MRC_CTL_EV_GOOD);
+  // A raw garbage message gets an error answer and the connection keeps working.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.data(), path.size());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  std::string out;
+  ASSERT_TRUE(api::send_msg(fd, "not json"));
+  ASSERT_TRUE(api::recv_msg(fd, out));
+  EXPECT_EQ(nlohmann::json::parse(out).at("rc").get<int>(), EINVAL);
+  ASSERT_TRUE(api::send_msg(fd, R"({"op":"query_device"})"));
+  ASSERT_TRUE(api::recv_msg(fd, out));
+  EXPECT_EQ(nlohmann::json::parse(out).at("rc").get<int>(), 0);
+  ::close(fd);
+  EXPECT_EQ(mrc_ctl_close(c), EBUSY) << "an event CQ is still open";
+  EXPECT_EQ(mrc_ctl_destroy_ev_event_cq(cq), 0);
+  EXPECT_EQ(mrc_ctl_close(c), 0);
+}
+
+TEST(CtlSocket, UnprivilegedPeerGetsEpermAndMayQuery) {
+  // Fork before any thread exists; the child drops to nobody and talks to the server.
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const std::string path = sock_path("perm");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char b = 0;
+    if (::read(go[0], &b, 1) != 1) ::_exit(10);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(11);
+    mrc_ctl_context* c = mrc_ctl_open(path.c_str());
+    if (c == nullptr) ::_exit(12);
+    mrc_ctl_ev_fmt_profile_attr a{};
+    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+    a.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
+    if (mrc_ctl_modify_ev_fmt_profile(c, 13, &a,
+                                      MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE) != EPERM)
+      ::_exit(13);
+    mrc_ctl_device_attr d{};
+    if (mrc_ctl_query_device(c, &d) != 0) ::_exit(14);
+    mrc_ctl_close(c);
+    ::_exit(0);
+  }
+  ::close(go[0]);
+  Pair p(74);
+  ASSERT_TRUE(p.a && p.b);
+  api::ProfileStore store;
+  std::string err;
+  auto srv = api::start_ctl_server(*p.a, store, path, err, true);
+  ASSERT_TRUE(srv) << err;
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ::close(go[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10+: child step that failed";
+  api::EvFmtInfo f;
+  EXPECT_EQ(store.query_ev_fmt(13, f), ENOENT) << "nothing was created";
+}
+
+TEST(CtlLocal, OpenLocalValidatesAndHonoursTheUnprivilegedFlag) {
+  const char* bad[] = {"not-an-address"};
+  mrc_ctl_local_attr la{};
+  la.planes = bad;
+  la.num_planes = 1;
+  errno = 0;
+  EXPECT_EQ(mrc_ctl_open_local(&la), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(mrc_ctl_open_local(nullptr), nullptr);
+  const char* planes[] = {"127.75.1.1"};
+  la.planes = planes;
+  la.flags = MRC_CTL_LOCAL_UNPRIVILEGED;
+  mrc_ctl_context* c = mrc_ctl_open_local(&la);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(fmt_to(c, 13, MRC_CTL_PROFILE_OFFLINE, MRC_CTL_EV_FMT_PROFILE_MODE), EPERM);
+  mrc_ctl_port_attr pa{};
+  EXPECT_EQ(mrc_ctl_query_port(c, 1, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
+  EXPECT_EQ(mrc_ctl_close(c), 0);
+  la.flags = 0;
+  c = mrc_ctl_open_local(&la);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(fmt_to(c, 13, MRC_CTL_PROFILE_OFFLINE, MRC_CTL_EV_FMT_PROFILE_MODE), 0) << "we run as root";
+  EXPECT_EQ(mrc_ctl_close(c), 0);
+  const char* peers[] = {"127.75.1.2,127.75.1.3"};  // two addresses for a one-plane endpoint
+  la.peers = peers;
+  la.num_peers = 1;
+  errno = 0;
+  EXPECT_EQ(mrc_ctl_open_local(&la), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+}  // namespace
+}  // namespace mrc::ctltest
