@@ -44,6 +44,9 @@ struct Tunables {
   /// Losses on one plane with nothing delivered on it since, before the whole plane is declared
   /// failed (all its EVs ASSUMED_BAD at once). 0 disables the inference.
   std::uint32_t plane_failure_losses = 3;
+  /// Packets a QP sends on one EV before it picks another (1..64; EvManager::Params::burst). 1
+  /// sprays per packet; the UDP endpoint raises it with GSO so a burst leaves as one send (D36).
+  std::uint32_t ev_burst = 1;
 };
 
 struct QpConfig {

@@ -24,6 +24,8 @@ bool EvManager::init(std::span<const Ev> evs, std::uint32_t active_count, std::u
   skipped_.clear();
   probing_.clear();
   good_mask_ = 0;
+  burst_slot_ = kNone;
+  burst_left_ = 0;
   for (std::size_t i = 0; i < evs.size(); ++i) {
     Slot& s = slots_[i];
     s.ev = evs[i];
@@ -66,15 +68,45 @@ void EvManager::good_remove(std::uint16_t slot) {
 std::uint16_t EvManager::pick(std::uint32_t ports) {
   const std::uint32_t eligible = ports & usable_ports_ & good_mask_;
   if (eligible == 0) return kNone;
+  if (burst_left_ != 0) {
+    // good_pos is set only while the slot is GOOD and active.
+    const Slot& s = slots_[burst_slot_];
+    if (s.good_pos != kNone && ((eligible >> s.ev.port) & 1u)) {
+      --burst_left_;
+      return burst_slot_;
+    }
+  }
   for (std::uint32_t i = 0; i < num_ports_; ++i) {
     const std::uint32_t p = (rr_port_ + i) % num_ports_;
     if ((eligible >> p) & 1u) {
       rr_port_ = p + 1;
       const auto& g = good_[p];
-      return g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+      burst_slot_ = g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+      burst_left_ = params_.burst > 1 ? params_.burst - 1 : 0;
+      return burst_slot_;
     }
   }
   return kNone;
+}
+
+std::uint16_t EvManager::pick_proven(std::uint32_t ports, Time since) {
+  // A lost retransmission holds the window's left edge for another loss-detection delay, which is
+  // what turns a path failure into a goodput dip (D38). A few tries suffice: after a failure most
+  // EVs are proven.
+  constexpr int kTries = 4;
+  const std::uint32_t eligible = ports & usable_ports_ & good_mask_;
+  if (eligible == 0) return kNone;
+  std::uint16_t best = kNone;
+  for (int i = 0; i < kTries; ++i) {
+    std::uint32_t p = rr_port_ % num_ports_;
+    while (!((eligible >> p) & 1u)) p = (p + 1) % num_ports_;
+    rr_port_ = p + 1;
+    const auto& g = good_[p];
+    const std::uint16_t slot = g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+    if (slots_[slot].delivered_sent > since) return slot;
+    if (best == kNone || slots_[slot].delivered_sent > slots_[best].delivered_sent) best = slot;
+  }
+  return best;
 }
 
 std::uint16_t EvManager::pick_on_port(std::uint8_t port) {

@@ -36,6 +36,9 @@ class EvManager {
     std::uint32_t probe_success_threshold = 3;
     Duration skip_duration = 10'000;   ///< how long SKIP lasts
     Duration probe_interval = 40'000;  ///< ASSUMED_BAD probe cadence
+    /// Consecutive picks that return the same EV while it stays GOOD and eligible (1 = a new
+    /// choice per packet). A driver that coalesces same-EV packets (UDP GSO) raises it.
+    std::uint32_t burst = 1;
   };
 
   EvManager() = default;
@@ -43,8 +46,18 @@ class EvManager {
   bool init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports, const Params& p,
             std::uint64_t seed, Sink sink, void* ctx);
 
-  /// Picks a GOOD active EV on a port in `ports` (round-robin over ports). kNone if none.
+  /// Picks a GOOD active EV on a port in `ports` (round-robin over ports), or the previous pick
+  /// again while its burst (Params::burst) lasts. kNone if none.
   std::uint16_t pick(std::uint32_t ports);
+  /// For a retransmission of a packet sent at `since`: a GOOD active EV of `ports` that has
+  /// delivered a packet sent after `since` (its path worked after the loss), among a few random
+  /// candidates; else the candidate that delivered most recently. Bursts do not apply.
+  std::uint16_t pick_proven(std::uint32_t ports, Time since);
+  /// A first transmission sent at `sent` on `slot` was acknowledged.
+  void on_delivered(std::uint16_t slot, Time sent) {
+    Slot& s = slots_[slot];
+    if (sent > s.delivered_sent) s.delivered_sent = sent;
+  }
   /// A GOOD (else any usable) EV on `port`, for ACK traffic on the plane data arrived on.
   std::uint16_t pick_on_port(std::uint8_t port);
   /// Ports that currently have at least one GOOD active EV.
@@ -105,6 +118,7 @@ class EvManager {
     std::uint8_t probe_fails = 0;  ///< consecutive unanswered probes: the interval doubles with each
     Time skip_until = 0;
     Time next_probe = 0;
+    Time delivered_sent = 0;  ///< send time of the latest acknowledged first transmission on it
   };
 
   void set_state(std::uint16_t slot, EvState to, EvCause cause, Time now);
@@ -129,6 +143,8 @@ class EvManager {
   std::uint32_t num_ports_ = 0;
   std::uint32_t usable_ports_ = 0;
   std::uint32_t rr_port_ = 0;
+  std::uint16_t burst_slot_ = kNone;  ///< the EV of the current burst
+  std::uint32_t burst_left_ = 0;      ///< picks it still gets
   Params params_;
   Rng rng_;
   Sink sink_ = nullptr;

@@ -26,6 +26,7 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   EvManager::Params p;
   p.min_active = cfg.ev_min_active;
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
+  p.burst = ep.config().tun.ev_burst;
   evm_.init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
   update_timing();
   rq_.assign(cfg_.rq_depth, 0);  // receive WRs may be posted from INIT on
@@ -296,7 +297,7 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     // A (dynamic) MPR shrink can leave lost packets past the window edge: they wait.
     if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns()) return false;
     if (!cc_.can_send(r.len + kPktOverhead)) return false;
-    const std::uint16_t slot = evm_.pick(ports);
+    const std::uint16_t slot = evm_.pick_proven(ports, r.sent);
     if (slot == EvManager::kNone) return false;
     return build_data(out, psn, true, slot, now);
   }

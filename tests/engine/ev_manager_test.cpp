@@ -162,6 +162,67 @@ TEST(EvManager, PickRoundRobinsPortsAndReturnsOnlyGoodActiveEvsOfMaskedPorts) {
   }
 }
 
+TEST(EvManager, BurstRepeatsAPickUntilItEndsOrTheEvStopsBeingGoodOrEligible) {
+  const std::vector<Ev> evs = engine::make_ev_set(4, 4, 1);
+  EvManager m;
+  EvManager::Params p;
+  p.burst = 4;
+  ASSERT_TRUE(m.init(evs, 16, 4, p, 7, nullptr, nullptr));
+  // Runs of exactly 4 equal picks; consecutive runs move to the next port (round robin).
+  std::set<std::uint16_t> seen;
+  for (int run = 0; run < 200; ++run) {
+    const std::uint16_t first = m.pick(0xF);
+    ASSERT_NE(first, kNone);
+    for (int k = 1; k < 4; ++k) ASSERT_EQ(m.pick(0xF), first) << "run " << run << " pick " << k;
+    seen.insert(first);
+  }
+  EXPECT_EQ(seen.size(), 16u);  // still spread over every active EV
+
+  // A burst ends early when its EV leaves GOOD ...
+  const std::uint16_t s = m.pick(0xF);
+  m.on_skip_signal(s, EvCause::kEcnEcho, 0);
+  const std::uint16_t t = m.pick(0xF);
+  ASSERT_NE(t, kNone);
+  EXPECT_NE(t, s);
+  // ... or when the caller no longer allows its port.
+  const std::uint32_t others = 0xFu & ~(1u << m.ev(t).port);
+  EXPECT_NE(m.ev(m.pick(others)).port, m.ev(t).port);
+}
+
+TEST(EvManager, PickProvenPrefersEvsThatDeliveredAfterTheLoss) {
+  Evm e(2, 4, 1);  // ports 0 and 1, 4 active EVs each
+  ASSERT_TRUE(e.ok_);
+  // Two EVs delivered a packet sent at 100; the rest last delivered at 40.
+  for (std::uint16_t s = 0; s < e.m.size(); ++s) e.m.on_delivered(s, 40);
+  const std::uint16_t p0 = e.slot(0, 1), p1 = e.slot(1, 2);
+  e.m.on_delivered(p0, 100);
+  e.m.on_delivered(p1, 100);
+  e.m.on_delivered(p1, 90);  // an older delivery does not move it back
+  int proven = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint16_t s = e.m.pick_proven(0b11, 50);
+    ASSERT_NE(s, kNone);
+    ASSERT_TRUE(e.m.is_active(s));
+    ASSERT_EQ(e.m.state(s), EvState::kGood);
+    proven += s == p0 || s == p1;
+  }
+  // A plain pick finds one of the 2 in 8 a quarter of the time; four candidates find one in about
+  // 1 - (3/4)^4 = 68 % of the picks.
+  EXPECT_GT(proven, 600);
+  EXPECT_LT(proven, 760);
+  // Proof must be newer than the loss: with `since` past every delivery, any GOOD EV will do.
+  for (int i = 0; i < 100; ++i) EXPECT_NE(e.m.pick_proven(0b11, 200), kNone);
+  // The port mask still applies, and a failed EV is never chosen.
+  e.m.on_failure(p1, EvCause::kLoss, 0);
+  for (int i = 0; i < 200; ++i) {
+    const std::uint16_t s = e.m.pick_proven(0b10, 50);
+    ASSERT_NE(s, kNone);
+    EXPECT_EQ(e.m.ev(s).port, 1);
+    EXPECT_NE(s, p1);
+  }
+  EXPECT_EQ(e.m.pick_proven(0, 50), kNone);
+}
+
 TEST(EvManager, PickOnPortPrefersAGoodEvOfThatPort) {
   Evm e(2, 2, 0);
   for (int i = 0; i < 100; ++i) {
