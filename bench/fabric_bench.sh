@@ -5,7 +5,8 @@
 # Not a test: it prints a table with the ratios. Method and results: docs/perf.md.
 #
 #   sudo bench/fabric_bench.sh [BUILD_DIR]      (default: build; needs BUILD_DIR/tools/mrc/mrc)
-#   env: DURATION=5 (s per throughput run), FAILOVER=8 (s per failover run), MSG=1MiB (mrc perf size)
+#   env: DURATION=5 (s per throughput run), FAILOVER=8 (s per failover run), MSG=1MiB (mrc perf size),
+#        GSO=8 (packets per GSO send in the `mrc perf --gso` rows)
 # Needs root, iperf3 and mptcpize (both installed by ./dev).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,8 +15,8 @@ MRC=${MRC_BIN:-$BUILD/tools/mrc/mrc}
 TB=$ROOT/tools/testbed/mrc-testbed
 PY=${MRC_PYTHON:-$([[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3)}
 export MRC_PYTHON=$PY
-DURATION=${DURATION:-5} FAILOVER=${FAILOVER:-8} MSG=${MSG:-1MiB}
-export MRC_TESTBED_PREFIX=fbench
+DURATION=${DURATION:-5} FAILOVER=${FAILOVER:-8} MSG=${MSG:-1MiB} GSO=${GSO:-8}
+export MRC_TESTBED_PREFIX=fbench GSO
 LONS=fbench-lo
 die() { echo "fabric_bench: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces)"
@@ -41,7 +42,7 @@ R() { echo "$1=$2" >>"$W/results"; }  # key=value results, read by the report at
 mrc_run() {
   local tag=$1 sns=$2 sl=$3 cns=$4 cl=$5 secs=$6
   shift 6
-  inns "$sns" "$MRC" perf --server --bind "${sl%%,*}" -p 18600 --local "$sl" >"$W/$tag.srv" 2>&1 &
+  inns "$sns" "$MRC" perf --server --bind "${sl%%,*}" -p 18600 --local "$sl" ${SRV_ARGS:-} >"$W/$tag.srv" 2>&1 &
   local spid=$!
   PIDS+=("$spid")
   for _ in $(seq 100); do grep -q 'waiting on' "$W/$tag.srv" && break; sleep 0.05; done
@@ -129,6 +130,7 @@ ip netns del $LONS 2>/dev/null || true
 ip netns add $LONS
 ip -n $LONS link set lo up
 mrc_run lo_mrc $LONS 127.0.1.1,127.0.2.1,127.0.3.1,127.0.4.1 $LONS 127.0.1.2,127.0.2.2,127.0.3.2,127.0.4.2 "$DURATION"
+SRV_ARGS="--gso $GSO" mrc_run lo_gso $LONS 127.0.1.1,127.0.2.1,127.0.3.1,127.0.4.1 $LONS 127.0.1.2,127.0.2.2,127.0.3.2,127.0.4.2 "$DURATION" --gso "$GSO"
 iperf_run lo_tcp $LONS $LONS 127.0.0.1 "$DURATION"
 ip netns del $LONS
 
@@ -144,6 +146,7 @@ for p in 2 3 4; do ip -n fbench-h2 mptcp endpoint add 10.$p.2.1 dev pl$p id $p s
 "$TB" counters --json >"$W/c0.json"
 mrc_run fab_mrc fbench-h2 "$L2" fbench-h1 "$L1" "$DURATION" --metrics
 "$TB" counters --json >"$W/c1.json"
+SRV_ARGS="--gso $GSO" mrc_run fab_gso fbench-h2 "$L2" fbench-h1 "$L1" "$DURATION" --gso "$GSO"
 iperf_run fab_tcp fbench-h2 fbench-h1 10.1.2.1 "$DURATION"
 "$TB" counters --json >"$W/c2.json"
 iperf_run fab_mptcp fbench-h2 fbench-h1 10.1.2.1 "$DURATION" mptcp
@@ -174,6 +177,7 @@ def planes(a, b):
     t = sum(v) or 1
     return "/".join(f"{x / t:.0%}" for x in v)
 lo_m, lo_mc, lo_ms, lo_r = mrc("lo_mrc"); lo_t, lo_tc, lo_ts = ip3("lo_tcp")
+lo_g, lo_gc, lo_gs, _ = mrc("lo_gso"); fg_m, fg_mc, fg_ms, _ = mrc("fab_gso")
 fb_m, fb_mc, fb_ms, fb_r = mrc("fab_mrc"); fb_t, fb_tc, fb_ts = ip3("fab_tcp"); fb_p, fb_pc, fb_ps = ip3("fab_mptcp")
 
 def recovery(tag):
@@ -210,7 +214,9 @@ print("| case | mrc perf | iperf3 TCP -P1 | MPTCP (4 planes) | ratio |")
 print("|---|---|---|---|---|")
 print(f"| loopback, Gb/s | {lo_m:.2f} | {lo_t:.2f} | - | MRC/TCP {lo_m / lo_t:.2f}x (goal >= 1.0) |")
 print(f"| loopback, CPU s per GB | {lo_mc / (lo_m * lo_ms / 8):.2f} | {lo_tc / (lo_t * lo_ts / 8):.2f} | - | |")
+print(f"| loopback, mrc perf --gso {os.environ.get('GSO', '8')}, Gb/s | {lo_g:.2f} | {lo_t:.2f} | - | MRC/TCP {lo_g / lo_t:.2f}x; CPU s per GB {lo_gc / (lo_g * lo_gs / 8):.2f} |")
 print(f"| fabric, Gb/s | {fb_m:.2f} | {fb_t:.2f} | {fb_p:.2f} | MRC/MPTCP {fb_m / fb_p:.2f}x (goal >= 1.5), MRC/TCP {fb_m / fb_t:.2f}x |")
+print(f"| fabric, mrc perf --gso, Gb/s | {fg_m:.2f} | {fb_t:.2f} | {fb_p:.2f} | MRC/MPTCP {fg_m / fb_p:.2f}x, MRC/TCP {fg_m / fb_t:.2f}x; CPU s per GB {fg_mc / (fg_m * fg_ms / 8):.2f} |")
 print(f"| fabric, CPU s per GB | {fb_mc / (fb_m * fb_ms / 8):.2f} | {fb_tc / (fb_t * fb_ts / 8):.2f} | {fb_pc / (fb_p * fb_ps / 8):.2f} | |")
 print(f"| fabric, bytes per plane (leaf 2 -> h2) | {planes('c0.json', 'c1.json')} | {planes('c1.json', 'c2.json')} | {planes('c2.json', 'c3.json')} | |")
 cells = []

@@ -45,7 +45,22 @@ struct CtlService::Request {
 
 CtlService::CtlService(ProfileStore& store, io::UdpEndpoint* udp, bool poll_events, CtlHooks hooks)
     : store_(store), udp_(udp), poll_events_(poll_events && udp != nullptr), hooks_(std::move(hooks)) {
-  if (udp_) store_.set_num_ports(udp_->num_planes());
+  if (udp_) {
+    store_.set_num_ports(udp_->num_planes());
+    WireRules w;
+    w.canonical = [u = udp_](std::uint32_t v) { return u->canonical_ev(v); };
+    if (udp_->config().ev_mode == io::EvMode::kSrv6) {
+      w.srv6_check = [block = udp_->config().srv6.block_bits](const EvBytes& e) {
+        std::vector<std::uint16_t> usids;
+        std::string why = srv6_usids(e, block, usids);
+        if (why.empty() && block + 16 * usids.size() > 112)
+          why = "SRv6 EV has " + std::to_string(usids.size()) + " uSIDs; at most " +
+                std::to_string((112 - block) / 16) + " fit with the final uSID";
+        return why;
+      };
+    }
+    store_.set_wire_rules(std::move(w));
+  }
   store_.set_event_sink([this](const EvEventRecord& r) { on_store_event(r); });
 }
 
@@ -101,10 +116,27 @@ void CtlService::on_store_event(const EvEventRecord& r) {
   }
 }
 
-std::uint32_t CtlService::peer_for(const std::uint8_t gid[16], int& rc) {
-  std::vector<std::uint8_t> key(gid, gid + 16);
-  std::lock_guard lk(peer_mu_);
-  if (auto it = peers_.find(key); it != peers_.end()) return it->second;
+int CtlService::load_srv6_paths(std::string& why) {
+  if (udp_ == nullptr || udp_->config().ev_mode != io::EvMode::kSrv6) return 0;
+  std::lock_guard lk(srv6_mu_);
+  const std::vector<EvBytes> table = store_.srv6_paths();
+  if (table.empty() || table.size() == srv6_loaded_) return 0;
+  std::vector<std::vector<std::uint16_t>> paths(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    // The store's check passed for every entry, so this only fails on a bad block length.
+    if (std::string w = srv6_usids(table[i], udp_->config().srv6.block_bits, paths[i]); !w.empty()) {
+      why = w;
+      return EINVAL;
+    }
+  }
+  bool ok = false;
+  udp_->execute([&](engine::Endpoint&) { ok = udp_->set_srv6_paths(std::move(paths), why); });
+  if (!ok) return EINVAL;
+  srv6_loaded_ = table.size();
+  return 0;
+}
+
+std::uint32_t CtlService::peer_for(const std::uint8_t gid[16], int plane, int& rc) {
   io::IpAddr a;
   static constexpr std::uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
   if (udp_->config().planes.front().family == AF_INET) {
@@ -119,14 +151,16 @@ std::uint32_t CtlService::peer_for(const std::uint8_t gid[16], int& rc) {
     std::memcpy(a.bytes.data(), gid, 16);
   }
   std::uint32_t handle = 0;
-  // The probe leaves on one plane; the peer is known by this address on all of them.
-  udp_->execute(
-      [&](engine::Endpoint&) { handle = udp_->add_peer(std::vector<io::IpAddr>(udp_->num_planes(), a)); });
-  if (handle == 0) {
-    rc = EINVAL;
-    return 0;
-  }
-  peers_[key] = handle;
+  std::lock_guard lk(peer_mu_);  // one lookup-or-add at a time: no two stand-ins for one address
+  udp_->execute([&](engine::Endpoint&) {
+    // Answers are attributed to the peer the endpoint knows at that address (a QP's, registered
+    // with all its plane addresses): reuse it, or the engine drops them as another peer's.
+    for (std::uint32_t p = 0; p < udp_->num_planes() && handle == 0; ++p)
+      if (plane < 0 || p == static_cast<std::uint32_t>(plane)) handle = udp_->peer_at(p, a);
+    // Unknown: a stand-in known by this address on every plane.
+    if (handle == 0) handle = udp_->add_peer(std::vector<io::IpAddr>(udp_->num_planes(), a));
+  });
+  if (handle == 0) rc = EINVAL;
   return handle;
 }
 
@@ -166,7 +200,13 @@ int CtlService::ep_batch(Request& q) {
       return EINVAL;
     }
     int rc = 0;
-    it.peer = peer_for(dgid.data(), rc);
+    const int plane =
+        op == MRC_CTL_EP_OP_EV_PROBE ? static_cast<int>(r.at("port").get<std::uint32_t>()) - 1 : -1;
+    if (op == MRC_CTL_EP_OP_EV_PROBE && (plane < 0 || plane >= static_cast<int>(planes))) {
+      q.why = "req_ev needs a port 1.." + std::to_string(planes);
+      return EINVAL;
+    }
+    it.peer = peer_for(dgid.data(), plane, rc);
     if (rc != 0) {
       q.why = "dgid is not an address of this endpoint's family";
       return rc;
@@ -186,10 +226,11 @@ int CtlService::ep_batch(Request& q) {
       }
       const EvBytes val = ev_from_hex(r.at("ev").get<std::string>());
       it.ev.port = static_cast<std::uint8_t>(port - 1);
-      it.ev.value = mode == MRC_CTL_EV_FMT_MODE_SRV6 ? store_.srv6_index(val) : ev_value_be32(val);
+      if (int erc = store_.engine_value(mode, val, it.ev.value, q.why); erc != 0) return erc;
     }
     items.push_back(it);
   }
+  if (int rc = load_srv6_paths(q.why); rc != 0) return rc;
   if (op == MRC_CTL_EP_OP_PORT_STATUS_UPDATE) {
     int rc = 0;
     udp_->execute([&](engine::Endpoint& ep) {
@@ -348,6 +389,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       const std::uint64_t id = in.at("id").get<std::uint64_t>();
       if (op == "modify_ev") {
         rc = store_.modify_ev(id, m, r, why);
+        if (rc == 0) rc = load_srv6_paths(why);  // before any QP can take the new EVs
         if (!r.deny.empty() && udp_ != nullptr) {
           // Live QPs follow the controller's deny / allow at once.
           udp_->execute([&](engine::Endpoint& ep) {

@@ -2,8 +2,9 @@
 // came over the control socket or from an in-process handle, is a serialized request (a JSON
 // object, see ctl_service.cpp) handled by dispatch(), so both paths run the same code.
 //
-// It owns what the profile store does not: EV event CQs, EV probes in flight, the GID -> peer map,
-// and the privilege rule (a Session says whether its peer may modify anything).
+// It owns what the profile store does not: EV event CQs, EV probes in flight, probe peers, loading
+// the store's SRv6 table into an SRv6 endpoint, and the privilege rule (a Session says whether its peer may
+// modify anything).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -70,7 +71,11 @@ class CtlService {
 
   void pump();
   void on_store_event(const EvEventRecord& r);
-  std::uint32_t peer_for(const std::uint8_t gid[16], int& rc);
+  /// The endpoint peer for a probe to `gid` on 0-based `plane` (-1: any plane, port-status
+  /// updates): the one the endpoint attributes that address's packets to, else a new stand-in.
+  std::uint32_t peer_for(const std::uint8_t gid[16], int plane, int& rc);
+  /// SRv6 endpoint: loads the store's SRv6 table as its path list when the table grew (D37).
+  int load_srv6_paths(std::string& why);
   int ep_batch(Request& q);
 
   ProfileStore& store_;
@@ -89,7 +94,9 @@ class CtlService {
   std::uint64_t answer_order_ = 0;
 
   std::mutex peer_mu_;
-  std::map<std::vector<std::uint8_t>, std::uint32_t> peers_;
+
+  std::mutex srv6_mu_;
+  std::size_t srv6_loaded_ = 0;  ///< store SRv6 table entries the endpoint has
 };
 
 }  // namespace mrc::api

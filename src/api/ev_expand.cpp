@@ -176,4 +176,24 @@ std::uint32_t ev_value_be32(const EvBytes& e) {
   return (std::uint32_t{e[0]} << 24) | (std::uint32_t{e[1]} << 16) | (std::uint32_t{e[2]} << 8) | e[3];
 }
 
+std::string srv6_usids(const EvBytes& e, std::uint32_t block_bits, std::vector<std::uint16_t>& out) {
+  out.clear();
+  if (block_bits == 0 || block_bits % 16 != 0 || block_bits >= 128) return "bad SRv6 locator block length";
+  for (std::size_t i = 16; i < kEvBytes; ++i)
+    if (e[i] != 0) return "SRv6 EVs with an SRH segment cannot be sent (the endpoint sends no SRH)";
+  bool ended = false;
+  for (std::uint32_t b = block_bits / 8; b < 16; b += 2) {
+    const auto usid = static_cast<std::uint16_t>(e[b] << 8 | e[b + 1]);
+    if (usid == 0) {
+      ended = true;
+    } else if (ended) {
+      return "SRv6 EV destination has bits after its end of carrier (a zero uSID)";
+    } else {
+      out.push_back(usid);
+    }
+  }
+  if (out.empty()) return "SRv6 EV destination has no uSID after its locator block";
+  return {};
+}
+
 }  // namespace mrc::api

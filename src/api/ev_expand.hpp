@@ -72,7 +72,16 @@ std::vector<GeneratedEv> generate(std::span<const std::uint32_t> fmt_widths, std
                                   std::uint32_t count, std::uint64_t port_mask,
                                   const std::function<bool(const EvBytes&, std::uint8_t port)>& denied);
 
-/// The engine's 32-bit EV value for a UDP/STEV expanded EV: its first 4 bytes, big-endian.
+/// The 32-bit wire form of a UDP/STEV expanded EV: its first 4 bytes, big-endian (UDP source port
+/// in the high 16 bits, STEV flow label in the low 16).
 std::uint32_t ev_value_be32(const EvBytes& expanded);
+
+/// The uSID path of an expanded SRv6 EV for an endpoint whose locator block is `block_bits` long
+/// (docs/decisions.md D28, D37): the 16-bit uSIDs of the destination (bytes 0-15) after the block,
+/// up to the first zero uSID (end of carrier). "" or why it cannot be sent: an SRH segment
+/// (bytes 16-31 not all zero; the endpoint sends no SRH), no uSID, set bits after the end of
+/// carrier, or block_bits not a multiple of 16 below 128. The block itself comes from the peer's
+/// address when the carrier is built.
+std::string srv6_usids(const EvBytes& expanded, std::uint32_t block_bits, std::vector<std::uint16_t>& out);
 
 }  // namespace mrc::api

@@ -192,12 +192,25 @@ int ProfileStore::query_ev_fmt(std::uint64_t id, EvFmtInfo& out) const {
 
 // ---- EV profiles --------------------------------------------------------------------------------
 
-std::uint32_t ProfileStore::engine_value(std::uint32_t mode, const EvBytes& expanded) {
-  if (mode != static_cast<std::uint32_t>(EvFmtMode::kSrv6)) return ev_value_be32(expanded);
+bool ProfileStore::value_locked(std::uint32_t mode, const EvBytes& expanded, std::uint32_t& out,
+                                std::string& why) {
+  if (mode != static_cast<std::uint32_t>(EvFmtMode::kSrv6)) {
+    out = ev_value_be32(expanded);
+    if (wire_.canonical) out = wire_.canonical(out);
+    return true;
+  }
   auto it = std::find(srv6_paths_.begin(), srv6_paths_.end(), expanded);
-  if (it != srv6_paths_.end()) return static_cast<std::uint32_t>(it - srv6_paths_.begin());
-  srv6_paths_.push_back(expanded);
-  return static_cast<std::uint32_t>(srv6_paths_.size() - 1);
+  if (it == srv6_paths_.end()) {
+    if (wire_.srv6_check) {
+      if (std::string w = wire_.srv6_check(expanded); !w.empty()) {
+        why = std::move(w);
+        return false;
+      }
+    }
+    it = srv6_paths_.insert(srv6_paths_.end(), expanded);
+  }
+  out = static_cast<std::uint32_t>(it - srv6_paths_.begin());
+  return true;
 }
 
 std::string ProfileStore::check_ev_config(const EvProfile& p) const {
@@ -228,11 +241,11 @@ bool ProfileStore::fill_entry(const EvProfile& p, const EvBytes& raw, std::uint8
   }
   e.raw = raw;
   e.port = port;
-  e.engine_ev = engine::Ev{engine_value(f.mode, e.expanded), static_cast<std::uint8_t>(port - 1)};
-  return true;
+  e.engine_ev.port = static_cast<std::uint8_t>(port - 1);
+  return value_locked(f.mode, e.expanded, e.engine_ev.value, why);
 }
 
-void ProfileStore::regenerate(EvProfile& p) {
+std::string ProfileStore::regenerate(EvProfile& p) {
   const EvFmtInfo& f = fmts_.at(p.fmt_id);
   const std::uint64_t ports = ((std::uint64_t{1} << num_ports_) - 1) << 1;
   const auto gen = generate(f.widths, p.fields, p.count, ports, [&](const EvBytes& x, std::uint8_t port) {
@@ -244,9 +257,12 @@ void ProfileStore::regenerate(EvProfile& p) {
     e.raw = g.raw;
     e.expanded = g.expanded;
     e.port = g.port;
-    e.engine_ev = engine::Ev{engine_value(f.mode, g.expanded), static_cast<std::uint8_t>(g.port - 1)};
+    e.engine_ev.port = static_cast<std::uint8_t>(g.port - 1);
+    std::string why;
+    if (!value_locked(f.mode, g.expanded, e.engine_ev.value, why)) return why;
     p.entries.push_back(e);
   }
+  return {};
 }
 
 void ProfileStore::set_entry_state(std::uint64_t id, EvProfile& p, EvEntry& e, std::uint32_t state) {
@@ -448,7 +464,7 @@ int ProfileStore::modify_ev(std::uint64_t id, const EvModify& m, EvResult& r, st
       ((m.mask & (MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT)) || fields_modify))
     if (std::string w = check_ev_config(p); !w.empty()) return fail(EINVAL, w);
   if (p.mode == MRC_CTL_EV_MODE_GEN && p.state != MRC_CTL_PROFILE_ONLINE && check_ev_config(p).empty())
-    regenerate(p);
+    if (std::string w = regenerate(p); !w.empty()) return fail(EINVAL, w);
 
   int rc = 0;
   if (m.mask & MRC_CTL_EV_PROFILE_EV_OP) rc = apply_ev_op(id, p, m, r, why);
@@ -691,9 +707,15 @@ std::vector<EvBytes> ProfileStore::srv6_paths() const {
   return srv6_paths_;
 }
 
-std::uint32_t ProfileStore::srv6_index(const EvBytes& expanded) {
+void ProfileStore::set_wire_rules(WireRules rules) {
   std::lock_guard lk(mu_);
-  return engine_value(static_cast<std::uint32_t>(EvFmtMode::kSrv6), expanded);
+  wire_ = std::move(rules);
+}
+
+int ProfileStore::engine_value(std::uint32_t mode, const EvBytes& expanded, std::uint32_t& out,
+                               std::string& why) {
+  std::lock_guard lk(mu_);
+  return value_locked(mode, expanded, out, why) ? 0 : EINVAL;
 }
 
 }  // namespace mrc::api

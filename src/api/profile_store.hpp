@@ -6,9 +6,11 @@
 // which state is the table of mrc-reference §5.3 (anything else is EINVAL). Profile ID 0 is the
 // built-in default (read-only). Thread-safe: one mutex, never taken on the data path.
 //
-// EV values for the engine (docs/decisions.md D31): an STEV/UDP EV is the first 4 bytes of the
-// expanded EV, big-endian; an SRv6 EV is an index into srv6_paths(), the endpoint-wide table of
-// expanded 32-byte SRv6 EVs (destination address + SRH segment) this store fills.
+// EV values for the engine (docs/decisions.md D31, D37): an STEV/UDP EV is the first 4 bytes of
+// the expanded EV, big-endian (source port << 16 | flow label), put in the endpoint's canonical form
+// (WireRules::canonical); an SRv6 EV is an index into srv6_paths(), the endpoint-wide table of
+// expanded 32-byte SRv6 EVs (destination address + SRH segment) this store fills and the endpoint
+// loads as its uSID path list.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -140,6 +142,17 @@ struct EvEventRecord {
   std::uint32_t state = 0;
 };
 
+/// How the endpoint behind the store puts EVs on the wire. CtlService sets them from its
+/// UdpEndpoint; without one (`mrc ctl --offline`) values are the plain wire forms and every SRv6 EV
+/// is taken.
+struct WireRules {
+  /// UDP/STEV: the engine value of a wire form (ev_value_be32) as that endpoint's receivers recover
+  /// and reflect it (io::UdpEndpoint::canonical_ev), so the sender recognises its EV in SACKs.
+  std::function<std::uint32_t(std::uint32_t)> canonical;
+  /// SRv6: "" when the endpoint can send this expanded EV, else why (the EV is refused, EINVAL).
+  std::function<std::string(const EvBytes&)> srv6_check;
+};
+
 class ProfileStore {
  public:
   explicit ProfileStore(const StoreLimits& limits = {});
@@ -177,10 +190,13 @@ class ProfileStore {
   /// Receives EV events (called with the store's lock held: must not call back into the store).
   void set_event_sink(std::function<void(const EvEventRecord&)> sink);
 
-  /// Expanded SRv6 EVs; an SRv6 EV's engine value is its index here.
+  /// Set before any profile exists (the values of existing EVs are not recomputed).
+  void set_wire_rules(WireRules rules);
+  /// Expanded SRv6 EVs; an SRv6 EV's engine value is its index here. The table only grows.
   std::vector<EvBytes> srv6_paths() const;
-  /// The index of an expanded SRv6 EV in srv6_paths(), added if new (EV probes on any path).
-  std::uint32_t srv6_index(const EvBytes& expanded);
+  /// The engine value of an expanded EV of format mode `mode` (an SRv6 EV is added to srv6_paths()
+  /// if new: EV probes may name any path). 0, or EINVAL with `why` when the endpoint cannot send it.
+  int engine_value(std::uint32_t mode, const EvBytes& expanded, std::uint32_t& out, std::string& why);
 
   /// NSCC settings checked and converted (shared with the TOML loader): "" or the error.
   static std::string nscc_from_ctl(const mrc_ctl_cc_nscc_cfg& in, cc::NsccConfig& out);
@@ -196,8 +212,9 @@ class ProfileStore {
   int query_ev_op(const EvProfile& p, const EvModify& m, EvResult& r, std::string& why) const;
   std::string check_ev_config(const EvProfile& p) const;
   bool fill_entry(const EvProfile& p, const EvBytes& raw, std::uint8_t port, EvEntry& e, std::string& why);
-  void regenerate(EvProfile& p);
-  std::uint32_t engine_value(std::uint32_t mode, const EvBytes& expanded);
+  /// "" or why a generated EV cannot be sent.
+  std::string regenerate(EvProfile& p);
+  bool value_locked(std::uint32_t mode, const EvBytes& expanded, std::uint32_t& out, std::string& why);
   void set_entry_state(std::uint64_t id, EvProfile& p, EvEntry& e, std::uint32_t state);
 
   StoreLimits limits_;
@@ -207,6 +224,7 @@ class ProfileStore {
   std::map<std::uint64_t, EvProfile> evs_;
   std::map<std::uint64_t, CcProfileInfo> ccs_;
   std::vector<EvBytes> srv6_paths_;
+  WireRules wire_;
   std::function<void(const EvEventRecord&)> sink_;
 };
 

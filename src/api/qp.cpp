@@ -354,7 +354,9 @@ int mrc_post_send(mrc_qp* qp, mrc_send_wr* wr, mrc_send_wr** bad_wr) {
       return fail(e);
     };
     if (qp == nullptr || w == nullptr) return w == wr ? refuse(EINVAL) : 0;
-    if (current_state(*qp) != MRC_QPS_RTS) return refuse(EINVAL);
+    // In ERR the WR is taken and completes with MRC_WC_WR_FLUSH_ERR (verbs; UdpEndpoint::post_send).
+    const mrc_qp_state st = current_state(*qp);
+    if (st != MRC_QPS_RTS && st != MRC_QPS_ERR) return refuse(EINVAL);
     const bool imm = w->opcode == MRC_WR_RDMA_WRITE_WITH_IMM;
     if (w->opcode != MRC_WR_RDMA_WRITE && !imm) return refuse(EINVAL);
     const std::uint64_t ops = qp->init.send_ops_flags;
@@ -387,8 +389,7 @@ int mrc_post_recv(mrc_qp* qp, mrc_recv_wr* wr, mrc_recv_wr** bad_wr) {
       return fail(e);
     };
     if (qp == nullptr || w == nullptr) return w == wr ? refuse(EINVAL) : 0;
-    const mrc_qp_state s = current_state(*qp);
-    if (s == MRC_QPS_RESET || s == MRC_QPS_ERR) return refuse(EINVAL);
+    if (current_state(*qp) == MRC_QPS_RESET) return refuse(EINVAL);  // in ERR: completes flushed
     if (w->num_sge < 0 || w->num_sge > 1) return refuse(EINVAL);
     const int rc = qp->ctx->device->ue->post_recv(qp->qpn, w->wr_id);
     if (rc != 0) return refuse(rc == EAGAIN ? ENOMEM : rc);

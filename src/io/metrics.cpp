@@ -39,11 +39,13 @@ namespace {
   X(tx_bytes, "UDP payload bytes sent")                       \
   X(tx_batches, "transmit batches flushed")                   \
   X(tx_syscalls, "sendmmsg calls")                            \
+  X(tx_gso_messages, "GSO sends (several datagrams each)")    \
   X(tx_dropped, "datagrams the kernel refused")               \
   X(tx_no_route, "packets for an unknown peer")               \
   X(rx_packets, "UDP datagrams received")                     \
   X(rx_bytes, "UDP payload bytes received")                   \
   X(rx_syscalls, "recvmmsg calls")                            \
+  X(rx_gro_packets, "datagrams received inside a GRO batch")  \
   X(rx_ecn_ce, "datagrams received with ECN CE")              \
   X(rx_trimmed, "datagrams received with a trimmed DSCP")     \
   X(rx_unknown_source, "datagrams from an unknown source")    \

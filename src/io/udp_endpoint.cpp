@@ -6,6 +6,7 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -26,6 +27,12 @@ constexpr int kIpv6AutoFlowlabel = 70;  // IPV6_AUTOFLOWLABEL
 constexpr int kRxRoundsPerPlane = 4;    // recvmmsg batches per plane per round (fairness with TX)
 constexpr std::uint32_t kTxRoundsPerCall = 4;
 constexpr std::size_t kCmsgSpace = 128;
+// UDP GSO limits: the kernel takes at most 64 segments per send (UDP_MAX_SEGMENTS in older
+// kernels) and one datagram of at most 64 KiB before segmentation.
+constexpr std::uint32_t kMaxGsoSegments = 64;
+constexpr std::uint32_t kMaxGsoBytes = 65000;
+constexpr std::size_t kGsoCmsgSpace = CMSG_SPACE(sizeof(std::uint16_t));
+constexpr std::uint32_t kGroBuffer = 65536;       // a GRO batch is one datagram of up to 64 KiB
 constexpr Duration kThreadIdleWait = 10'000'000;  // 10 ms; commands and packets wake us earlier
 // A busy endpoint never sleeps in epoll, so it reads the link socket on this period instead: one
 // syscall a millisecond, and at most a millisecond of sending into a dead plane.
@@ -241,17 +248,7 @@ bool UdpEndpoint::check_srv6(std::string& err) const {
     err = "udp endpoint: SRv6 locator block must be 16..96 bits, a multiple of 16";
     return false;
   }
-  if (c.paths.empty()) {
-    err = "udp endpoint: SRv6 mode needs at least one uSID path";
-    return false;
-  }
-  for (const auto& path : c.paths) {
-    if (path.empty() || c.block_bits + 16 * path.size() > 112) {
-      err = "udp endpoint: an SRv6 path needs 1.." + std::to_string((112 - c.block_bits) / 16) +
-            " uSIDs (block + path + the final uSID must fit in 128 bits)";
-      return false;
-    }
-  }
+  if (err = check_srv6_paths(c.paths); !err.empty()) return false;
   // Fail now, with the reason, rather than dropping every packet later.
   const int fd = ::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
   if (fd < 0) {
@@ -261,6 +258,16 @@ bool UdpEndpoint::check_srv6(std::string& err) const {
   }
   ::close(fd);
   return true;
+}
+
+std::string UdpEndpoint::check_srv6_paths(const std::vector<std::vector<std::uint16_t>>& paths) const {
+  if (paths.empty()) return "udp endpoint: SRv6 mode needs at least one uSID path";
+  const std::uint32_t block = cfg_.srv6.block_bits;
+  for (const auto& path : paths)
+    if (path.empty() || block + 16 * path.size() > 112)
+      return "udp endpoint: an SRv6 path needs 1.." + std::to_string((112 - block) / 16) +
+             " uSIDs (block + path + the final uSID must fit in 128 bits)";
+  return {};
 }
 
 bool UdpEndpoint::open(std::string& err) {
@@ -289,8 +296,17 @@ bool UdpEndpoint::open(std::string& err) {
     err = "udp endpoint: tx_batch, rx_batch must be > 0 and max_packet >= 64";
     return false;
   }
+  if (cfg_.gso_burst == 1 || cfg_.gso_burst > kMaxGsoSegments) {
+    err = "udp endpoint: gso_burst must be 0 (off) or 2..64";
+    return false;
+  }
+  if (cfg_.gso_burst != 0 && cfg_.ev_mode == EvMode::kSrv6) {
+    err = "udp endpoint: GSO is not available in SRv6 mode (raw sockets)";
+    return false;
+  }
   engine::EndpointConfig ec = cfg_.engine;
   ec.num_ports = static_cast<std::uint32_t>(np);
+  if (cfg_.gso_burst != 0) ec.tun.ev_burst = cfg_.gso_burst;
   ep_ = std::make_unique<engine::Endpoint>(ec);
   plane_ctr_.assign(np, PlaneCounters{});
 
@@ -322,6 +338,7 @@ bool UdpEndpoint::open(std::string& err) {
       set_int(p.rx_fd, IPPROTO_IP, IP_RECVTOS, 1);
     }
     set_buffer(p.rx_fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg_.socket_buffer);
+    if (cfg_.gso_burst != 0) set_int(p.rx_fd, SOL_UDP, UDP_GRO, 1);
     sockaddr_in6 sa{};
     const socklen_t len = make_sockaddr(p.addr, cfg_.port, sa);
     if (::bind(p.rx_fd, reinterpret_cast<const sockaddr*>(&sa), len) != 0) {
@@ -332,19 +349,25 @@ bool UdpEndpoint::open(std::string& err) {
     ev.data.u32 = static_cast<std::uint32_t>(i);
     ::epoll_ctl(epfd_, EPOLL_CTL_ADD, p.rx_fd, &ev);
 
-    p.sock_of_sport.assign(cfg_.sport_range, -1);
+    p.sock_of_sport.assign(65536, -1);  // spread and named (D37) source ports
     p.batch.resize(cfg_.tx_batch);
     p.tx_mm.resize(cfg_.tx_batch);
     p.done.resize(cfg_.tx_batch);
+    p.tx_segments.resize(cfg_.tx_batch);
+    if (cfg_.gso_burst != 0) {
+      p.gso_iov.resize(std::size_t{cfg_.tx_batch} * 3);
+      p.gso_cmsg.resize(cfg_.tx_batch * kGsoCmsgSpace);
+    }
     const std::size_t rb = cfg_.rx_batch;
-    p.rx_buf.resize(rb * cfg_.max_packet);
+    const std::uint32_t rx_size = cfg_.gso_burst != 0 ? kGroBuffer : cfg_.max_packet;
+    p.rx_buf.resize(rb * rx_size);
     p.rx_mm.resize(rb);
     p.rx_iov.resize(rb);
     p.rx_names.resize(rb);
     p.rx_cmsg.resize(rb * kCmsgSpace);
     for (std::size_t k = 0; k < rb; ++k) {
-      p.rx_iov[k].iov_base = p.rx_buf.data() + k * cfg_.max_packet;
-      p.rx_iov[k].iov_len = cfg_.max_packet;
+      p.rx_iov[k].iov_base = p.rx_buf.data() + k * rx_size;
+      p.rx_iov[k].iov_len = rx_size;
       msghdr& h = p.rx_mm[k].msg_hdr;
       h.msg_name = &p.rx_names[k];
       h.msg_iov = &p.rx_iov[k];
@@ -462,19 +485,74 @@ std::uint32_t UdpEndpoint::add_peer(const std::vector<IpAddr>& addrs, std::uint1
     if (addrs[i].family != family_) return 0;
     peer.dst_len[i] = make_sockaddr(addrs[i], port != 0 ? port : cfg_.port, peer.dst[i]);
   }
-  if (cfg_.ev_mode == EvMode::kSrv6) {
-    // Every (plane, path) carrier is built once here: per packet it is a table lookup.
-    for (std::size_t i = 0; i < addrs.size(); ++i) {
-      for (const auto& path : cfg_.srv6.paths) {
-        IpAddr c;
-        if (!srv6_carrier(addrs[i], path, cfg_.srv6.block_bits, c)) return 0;
-        peer.carriers.emplace_back();
-        make_sockaddr(c, 0, peer.carriers.back());
-      }
-    }
-  }
+  if (cfg_.ev_mode == EvMode::kSrv6 && !build_carriers(addrs, cfg_.srv6.paths, peer.carriers)) return 0;
   peers_.push_back(std::move(peer));
   return static_cast<std::uint32_t>(peers_.size());
+}
+
+bool UdpEndpoint::build_carriers(const std::vector<IpAddr>& addrs,
+                                 const std::vector<std::vector<std::uint16_t>>& paths,
+                                 std::vector<sockaddr_in6>& out) const {
+  // Every (plane, path) carrier is built once here: per packet it is a table lookup.
+  out.clear();
+  for (const IpAddr& a : addrs) {
+    for (const auto& path : paths) {
+      IpAddr c;
+      if (!srv6_carrier(a, path, cfg_.srv6.block_bits, c)) return false;
+      out.emplace_back();
+      make_sockaddr(c, 0, out.back());
+    }
+  }
+  return true;
+}
+
+bool UdpEndpoint::set_srv6_paths(std::vector<std::vector<std::uint16_t>> paths, std::string& err) {
+  if (cfg_.ev_mode != EvMode::kSrv6) {
+    err = "udp endpoint: not in SRv6 mode";
+    return false;
+  }
+  if (err = check_srv6_paths(paths); !err.empty()) return false;
+  std::vector<std::vector<sockaddr_in6>> carriers(peers_.size());
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    if (!build_carriers(peers_[i].addrs, paths, carriers[i])) {
+      err = "udp endpoint: peer " + peers_[i].addrs.front().str() + " has no room for an SRv6 path's uSIDs";
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < peers_.size(); ++i) peers_[i].carriers = std::move(carriers[i]);
+  cfg_.srv6.paths = std::move(paths);
+  return true;
+}
+
+bool UdpEndpoint::srv6_destination(std::uint32_t peer, std::uint32_t plane, std::uint32_t v,
+                                   IpAddr& out) const {
+  if (cfg_.ev_mode != EvMode::kSrv6 || peer == 0 || peer > peers_.size() || plane >= planes_.size())
+    return false;
+  const std::size_t npaths = cfg_.srv6.paths.size();
+  const sockaddr_in6& c = peers_[peer - 1].carriers[plane * npaths + v % npaths];
+  out.family = AF_INET6;
+  std::memcpy(out.bytes.data(), &c.sin6_addr, 16);
+  return true;
+}
+
+std::uint32_t UdpEndpoint::ev_of_wire(std::uint16_t sport, std::uint32_t flow_label) const {
+  const std::uint32_t off = std::uint32_t{sport} - cfg_.sport_base;  // wraps to huge below the base
+  const bool spread_port = off < cfg_.sport_range;
+  if (cfg_.ev_mode == EvMode::kStev) {
+    const std::uint32_t label = flow_label_of(flow_label);
+    if (spread_port && off == label % cfg_.sport_range) return label;
+    return std::uint32_t{sport} << 16 | label;
+  }
+  return spread_port ? off : std::uint32_t{sport} << 16;
+}
+
+std::uint32_t UdpEndpoint::peer_at(std::uint32_t plane, const IpAddr& addr) const {
+  if (plane >= planes_.size() || addr.family != family_) return 0;
+  const std::size_t n = family_ == AF_INET ? 4 : 16;
+  for (std::size_t i = peers_.size(); i-- > 0;)
+    if (std::memcmp(peers_[i].addrs[plane].bytes.data(), addr.bytes.data(), n) == 0)
+      return static_cast<std::uint32_t>(i + 1);
+  return 0;
 }
 
 std::uint32_t UdpEndpoint::lookup_peer(std::uint32_t plane, const sockaddr_in6& src) const {
@@ -489,7 +567,7 @@ std::uint32_t UdpEndpoint::lookup_peer(std::uint32_t plane, const sockaddr_in6& 
   } else {
     return kUnknownPeer;
   }
-  for (std::size_t i = 0; i < peers_.size(); ++i)
+  for (std::size_t i = peers_.size(); i-- > 0;)  // the latest registration of an address wins (peer_at)
     if (std::memcmp(peers_[i].addrs[plane].bytes.data(), a, n) == 0) return static_cast<std::uint32_t>(i + 1);
   return kUnknownPeer;
 }
@@ -499,7 +577,7 @@ std::uint32_t UdpEndpoint::lookup_peer(std::uint32_t plane, const sockaddr_in6& 
 
 std::int32_t UdpEndpoint::send_socket(std::uint32_t plane, std::uint16_t sport) {
   Plane& p = planes_[plane];
-  const std::size_t idx = sport - cfg_.sport_base;
+  const std::size_t idx = sport;
   const std::int32_t have = p.sock_of_sport[idx];
   if (have != -1) return have;
   // First use of this EV's source port on this plane: one socket, kept for the endpoint's life.
@@ -566,7 +644,7 @@ void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
   const Peer& peer = peers_[pkt.peer - 1];
   s.dst = peer.dst[plane];
   s.dst_len = peer.dst_len[plane];
-  if (cfg_.ev_mode == EvMode::kStev) s.dst.sin6_flowinfo = htonl(pkt.ev.value & kFlowLabelMask);
+  if (cfg_.ev_mode == EvMode::kStev) s.dst.sin6_flowinfo = htonl(flow_label_of(pkt.ev.value));
   s.iov[1] = iovec{s.pkt.header, s.pkt.header_len};
   s.iov[2] = iovec{const_cast<std::uint8_t*>(s.pkt.payload), s.pkt.payload_len};
   s.iov[3] = iovec{s.pkt.trailer, s.pkt.trailer_len};
@@ -579,7 +657,7 @@ void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
   }
   if (pcap_ != nullptr)
     capture(p.addr, sport, to, ntohs(peer.dst[plane].sin6_port),
-            cfg_.ev_mode == EvMode::kStev ? (pkt.ev.value & kFlowLabelMask) : 0,
+            cfg_.ev_mode == EvMode::kStev ? flow_label_of(pkt.ev.value) : 0,
             (cfg_.dscp << 2) | (cfg_.ect ? 2 : 0), {s.pkt.header, s.pkt.header_len},
             {s.pkt.payload, s.pkt.payload_len}, {s.pkt.trailer, s.pkt.trailer_len});
   if (++p.count == cfg_.tx_batch) free_mask_ &= ~(1u << plane);
@@ -618,6 +696,61 @@ void UdpEndpoint::build_srv6(TxSlot& s, std::uint32_t plane, const Peer& peer, s
   ++s.iov_count;
 }
 
+std::uint32_t UdpEndpoint::gather(Plane& p, std::uint32_t first, std::int32_t sock) {
+  std::uint32_t k = 0, iov_used = 0;
+  const TxSlot* head = nullptr;  // first packet of the open message
+  std::uint32_t seg = 0, bytes = 0;
+  bool closed = true;  // the open message takes no more segments
+  for (std::uint32_t j = first; j < p.count; ++j) {
+    TxSlot& s = p.batch[j];
+    if (p.done[j] || s.sock != sock) continue;
+    p.done[j] = 1;
+    const std::uint32_t size = s.pkt.wire_size();
+    // Join the open message when the kernel cuts it back into the same datagrams: one destination
+    // (with its flow label), every segment but the last exactly the first one's size.
+    if (!closed && size <= seg && p.tx_segments[k - 1] < cfg_.gso_burst && bytes + size <= kMaxGsoBytes &&
+        s.dst_len == head->dst_len && std::memcmp(&s.dst, &head->dst, s.dst_len) == 0 &&
+        s.dst.sin6_flowinfo == head->dst.sin6_flowinfo) {
+      msghdr& h = p.tx_mm[k - 1].msg_hdr;
+      if (p.tx_segments[k - 1] == 1) {  // becomes a GSO message: its iovecs move to gso_iov
+        std::copy_n(h.msg_iov, h.msg_iovlen, p.gso_iov.data() + iov_used);
+        h.msg_iov = p.gso_iov.data() + iov_used;
+        iov_used += static_cast<std::uint32_t>(h.msg_iovlen);
+        auto* c = reinterpret_cast<cmsghdr*>(p.gso_cmsg.data() + (k - 1) * kGsoCmsgSpace);
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+        const auto seg16 = static_cast<std::uint16_t>(seg);
+        std::memcpy(CMSG_DATA(c), &seg16, sizeof seg16);
+        h.msg_control = c;
+        h.msg_controllen = kGsoCmsgSpace;
+      }
+      std::copy_n(s.iov + s.iov_first, s.iov_count, p.gso_iov.data() + iov_used);
+      iov_used += s.iov_count;
+      h.msg_iovlen += s.iov_count;
+      ++p.tx_segments[k - 1];
+      bytes += size;
+      closed = size < seg;
+      continue;
+    }
+    msghdr& h = p.tx_mm[k].msg_hdr;
+    h.msg_name = &s.dst;
+    h.msg_namelen = s.dst_len;
+    h.msg_iov = s.iov + s.iov_first;
+    h.msg_iovlen = s.iov_count;
+    h.msg_control = nullptr;
+    h.msg_controllen = 0;
+    h.msg_flags = 0;
+    p.tx_mm[k].msg_len = 0;
+    p.tx_segments[k] = 1;
+    ++k;
+    head = &s;
+    seg = bytes = size;
+    closed = cfg_.gso_burst == 0;
+  }
+  return k;
+}
+
 void UdpEndpoint::flush(std::uint32_t plane) {
   Plane& p = planes_[plane];
   PlaneCounters& pc = plane_ctr_[plane];
@@ -628,41 +761,30 @@ void UdpEndpoint::flush(std::uint32_t plane) {
     if (p.done[i]) continue;
     // One sendmmsg per socket: gather this socket's packets of the batch, in order.
     const std::int32_t sock = p.batch[i].sock;
-    std::uint32_t k = 0;
-    for (std::uint32_t j = i; j < p.count; ++j) {
-      TxSlot& s = p.batch[j];
-      if (p.done[j] || s.sock != sock) continue;
-      p.done[j] = 1;
-      msghdr& h = p.tx_mm[k].msg_hdr;
-      h.msg_name = &s.dst;
-      h.msg_namelen = s.dst_len;
-      h.msg_iov = s.iov + s.iov_first;
-      h.msg_iovlen = s.iov_count;
-      h.msg_control = nullptr;
-      h.msg_controllen = 0;
-      h.msg_flags = 0;
-      p.tx_mm[k].msg_len = 0;
-      ++k;
-    }
+    const std::uint32_t k = gather(p, i, sock);
     SendSock& ss = p.socks[static_cast<std::size_t>(sock)];
-    std::uint32_t sent = 0;
+    std::uint32_t sent = 0, packets = 0;
     while (sent < k) {
       const int r = ::sendmmsg(ss.fd, p.tx_mm.data() + sent, k - sent, 0);
       ++pc.tx_syscalls;
       if (r < 0) {
         if (errno == EINTR) continue;
-        pc.tx_dropped += k - sent;  // the engine recovers it like a network loss
+        for (std::uint32_t m = sent; m < k; ++m) pc.tx_dropped += p.tx_segments[m];  // recovered like a loss
         if (errno == ENETUNREACH || errno == ENETDOWN) {
           p.link_suspect = true;  // maybe our link went down: ask (not a verdict; a route can be missing)
           links_suspect_ = true;
         }
         break;
       }
-      for (int m = 0; m < r; ++m) pc.tx_bytes += p.tx_mm[sent + static_cast<std::uint32_t>(m)].msg_len;
+      for (std::uint32_t m = sent; m < sent + static_cast<std::uint32_t>(r); ++m) {
+        pc.tx_bytes += p.tx_mm[m].msg_len;
+        packets += p.tx_segments[m];
+        pc.tx_gso_messages += p.tx_segments[m] > 1;
+      }
       sent += static_cast<std::uint32_t>(r);
     }
-    pc.tx_packets += sent;
-    ss.packets += sent;
+    pc.tx_packets += packets;
+    ss.packets += packets;
   }
   p.count = 0;
   free_mask_ |= 1u << plane;
@@ -734,10 +856,10 @@ std::size_t UdpEndpoint::receive_plane(std::uint32_t plane, Time now) {
       ++pc.rx_truncated;
       continue;
     }
-    ++pc.rx_packets;
     pc.rx_bytes += len;
     int tos = 0;
     std::uint32_t flowinfo = 0;
+    std::uint32_t gro_size = len;  // a GRO batch: back-to-back datagrams of this size (last shorter)
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
         std::uint8_t b = 0;
@@ -749,6 +871,10 @@ std::size_t UdpEndpoint::receive_plane(std::uint32_t plane, Time now) {
         std::uint32_t be = 0;
         std::memcpy(&be, CMSG_DATA(c), sizeof be);
         flowinfo = ntohl(be);
+      } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        int g = 0;
+        std::memcpy(&g, CMSG_DATA(c), sizeof g);
+        if (g > 0) gro_size = static_cast<std::uint32_t>(g);
       }
     }
     const sockaddr_in6& src = p.rx_names[static_cast<std::size_t>(k)];
@@ -758,37 +884,35 @@ std::size_t UdpEndpoint::receive_plane(std::uint32_t plane, Time now) {
     if (meta.peer == kUnknownPeer) ++pc.rx_unknown_source;
     // sin_port and sin6_port sit at the same offset.
     const std::uint16_t sport = ntohs(src.sin6_port);
-    if (cfg_.ev_mode == EvMode::kStev) {
-      meta.ev = flowinfo & kFlowLabelMask;
-    } else {
-      meta.ev = sport >= cfg_.sport_base && sport - cfg_.sport_base < cfg_.sport_range
-                    ? static_cast<std::uint32_t>(sport - cfg_.sport_base)
-                    : sport;
-    }
+    meta.ev = ev_of_wire(sport, flowinfo & kFlowLabelMask);
     meta.ecn_ce = (tos & 3) == 3;
     if (meta.ecn_ce) ++pc.rx_ecn_ce;
     const int dscp = tos >> 2;
     meta.trimmed = dscp == cfg_.dscp_trimmed;
     meta.trimmed_lasthop = dscp == cfg_.dscp_trimmed_lasthop;
     if (meta.trimmed || meta.trimmed_lasthop) ++pc.rx_trimmed;
-    const std::span<const std::uint8_t> bytes(
-        static_cast<const std::uint8_t*>(p.rx_iov[static_cast<std::size_t>(k)].iov_base), len);
-    if (pcap_ != nullptr) {
-      IpAddr from;
-      from.family = src.sin6_family;
-      if (from.family == AF_INET)
-        std::memcpy(from.bytes.data(),
-                    reinterpret_cast<const std::uint8_t*>(&src) + offsetof(sockaddr_in, sin_addr), 4);
-      else
-        std::memcpy(from.bytes.data(), &src.sin6_addr, 16);
-      capture(from, sport, p.addr, cfg_.port, flowinfo & kFlowLabelMask, tos, bytes, {}, {});
-    }
-    if (impair_.enabled()) {
-      impair_.on_packet(bytes, meta, now, [&](std::span<const std::uint8_t> b, const engine::RxMeta& m) {
-        deliver(b, m, now);
-      });
-    } else {
-      deliver(bytes, meta, now);
+    const auto* data = static_cast<const std::uint8_t*>(p.rx_iov[static_cast<std::size_t>(k)].iov_base);
+    if (gro_size < len) pc.rx_gro_packets += (len + gro_size - 1) / gro_size;
+    for (std::uint32_t off = 0; off < len; off += gro_size) {
+      const std::span<const std::uint8_t> bytes(data + off, std::min(gro_size, len - off));
+      ++pc.rx_packets;
+      if (pcap_ != nullptr) {
+        IpAddr from;
+        from.family = src.sin6_family;
+        if (from.family == AF_INET)
+          std::memcpy(from.bytes.data(),
+                      reinterpret_cast<const std::uint8_t*>(&src) + offsetof(sockaddr_in, sin_addr), 4);
+        else
+          std::memcpy(from.bytes.data(), &src.sin6_addr, 16);
+        capture(from, sport, p.addr, cfg_.port, flowinfo & kFlowLabelMask, tos, bytes, {}, {});
+      }
+      if (impair_.enabled()) {
+        impair_.on_packet(bytes, meta, now, [&](std::span<const std::uint8_t> b, const engine::RxMeta& m) {
+          deliver(b, m, now);
+        });
+      } else {
+        deliver(bytes, meta, now);
+      }
     }
   }
   return static_cast<std::size_t>(n);
@@ -864,22 +988,34 @@ std::size_t UdpEndpoint::progress(Duration timeout) {
   return run_once(timeout, false);
 }
 
+void UdpEndpoint::complete_cmd(const Cmd& c, engine::WcStatus status) {
+  engine::Completion cp;
+  cp.wr_id = c.wr.wr_id;
+  cp.qpn = c.qpn;
+  cp.status = status;
+  cp.is_recv = c.type == CmdType::kRecv;
+  cp.opcode = cp.is_recv ? engine::WcOpcode::kRecvRdmaWithImm
+                         : (c.wr.with_imm ? engine::WcOpcode::kRdmaWriteImm : engine::WcOpcode::kRdmaWrite);
+  ep_->push_completion(cp);
+}
+
+int UdpEndpoint::apply_cmd(const Cmd& c, Time now_ns) {
+  const int rc =
+      c.type == CmdType::kSend ? ep_->post_send(c.qpn, c.wr, now_ns) : ep_->post_recv(c.qpn, c.wr.wr_id);
+  if (rc == 0 || rc == ENOMEM || ep_->qp_state(c.qpn) != engine::QpState::kError) return rc;
+  // Verbs: a WR posted to a QP in ERROR is accepted and completes flushed (IBV_WC_WR_FLUSH_ERR),
+  // after the flushes of the WRs it held when it failed (the engine queued those first).
+  complete_cmd(c, engine::WcStatus::kFlushed);
+  return 0;
+}
+
 void UdpEndpoint::drain_commands(Time now_ns) {
   auto apply = [&](const Cmd& c) {
-    const int rc =
-        c.type == CmdType::kSend ? ep_->post_send(c.qpn, c.wr, now_ns) : ep_->post_recv(c.qpn, c.wr.wr_id);
+    const int rc = apply_cmd(c, now_ns);
     if (rc == ENOMEM) return false;  // queue full: retry later, keeping the order
     if (rc != 0) {
       ++cmd_refused_;
-      engine::Completion cp;
-      cp.wr_id = c.wr.wr_id;
-      cp.qpn = c.qpn;
-      cp.status = engine::WcStatus::kLocalProtectionError;
-      cp.is_recv = c.type == CmdType::kRecv;
-      cp.opcode = cp.is_recv
-                      ? engine::WcOpcode::kRecvRdmaWithImm
-                      : (c.wr.with_imm ? engine::WcOpcode::kRdmaWriteImm : engine::WcOpcode::kRdmaWrite);
-      ep_->push_completion(cp);
+      complete_cmd(c, engine::WcStatus::kLocalProtectionError);
     }
     return true;
   };
@@ -912,22 +1048,22 @@ void UdpEndpoint::wake() {
 }
 
 int UdpEndpoint::post_send(std::uint32_t qpn, const engine::SendWr& wr) {
-  if (!threaded_.load(std::memory_order_relaxed)) return ep_->post_send(qpn, wr, now());
   Cmd c;
   c.type = CmdType::kSend;
   c.qpn = qpn;
   c.wr = wr;
+  if (!threaded_.load(std::memory_order_relaxed)) return apply_cmd(c, now());
   if (!cmds_.push(c)) return EAGAIN;
   wake();
   return 0;
 }
 
 int UdpEndpoint::post_recv(std::uint32_t qpn, std::uint64_t wr_id) {
-  if (!threaded_.load(std::memory_order_relaxed)) return ep_->post_recv(qpn, wr_id);
   Cmd c;
   c.type = CmdType::kRecv;
   c.qpn = qpn;
   c.wr.wr_id = wr_id;
+  if (!threaded_.load(std::memory_order_relaxed)) return apply_cmd(c, now());
   if (!cmds_.push(c)) return EAGAIN;
   wake();
   return 0;

@@ -2,24 +2,27 @@
 // engine::Endpoint and driving many QPs over P planes (plane i = NIC port i = one local address).
 //
 // Transmit: each TxPacket leaves on the plane of its EV (TxPacket.port) toward the peer's address
-// on that plane, UDP destination port 4791. The EV becomes the UDP source port
-// (sport_base + value % sport_range); in STEV mode (IPv6 only) also the flow label (low 20 bits,
-// per packet through IPV6_FLOWINFO_SEND). A send socket exists per (plane, sport), created on the
-// first use of that sport. Packets are batched per plane and sent with sendmmsg per socket as
-// header / payload (a view into the registered region) / trailer iovecs: no copy.
+// on that plane, UDP destination port 4791. The EV value's wire form (docs/decisions.md D37): a value
+// whose high 16 bits are non-zero names its UDP source port there and, in STEV mode (IPv6 only), its
+// flow label in the low 16 bits (what a controller's UDP/STEV EV expands to); a value below 2^16
+// (AUTO EVs) is spread: source port sport_base + value % sport_range, STEV flow label = the value.
+// The flow label is set per packet through IPV6_FLOWINFO_SEND. A send socket exists per
+// (plane, sport), created on the first use of that sport. Packets are batched per plane and sent with
+// sendmmsg per socket as header / payload (a view into the registered region) / trailer iovecs: no copy.
 //
 // SRv6 mode (IPv6 only): the plane addresses are the hosts' final uSID addresses. EV value v
-// follows path v % srv6.paths.size(): the packet's IPv6 destination is the uSID carrier
+// follows path v % srv6.paths.size() (set_srv6_paths() replaces the list: a controller's table of
+// SRv6 EVs, so value i is exactly its EV i): the packet's IPv6 destination is the uSID carrier
 // <peer's locator block>:<the path's uSIDs>:<rest of the peer's final address> (Srv6Config), which
 // the routers' End (next-csid) behaviour shifts back to the peer's final address. The EV also goes in
-// the UDP source port, as in UDP mode, so the receiver can reflect it. The UDP checksum must hold at
-// the FINAL destination, which a UDP socket cannot do (it checksums over the carrier): these packets
-// leave through raw IPv6 sockets (IPPROTO_RAW, one per (plane, sport)) with an IPv6 + UDP header
-// built here and checksummed over the final address (machine-notes §3). Needs CAP_NET_RAW.
+// the UDP source port (always spread: there the value is a path index), so the receiver can reflect it. The
+// UDP checksum must hold at the FINAL destination, which a UDP socket cannot do (it checksums over the
+// carrier): these packets leave through raw IPv6 sockets (IPPROTO_RAW, one per (plane, sport)) with an IPv6 +
+// UDP header built here and checksummed over the final address (machine-notes §3). Needs CAP_NET_RAW.
 //
 // Receive: one socket per plane bound to (plane address, 4791), read with recvmmsg. ECN-CE and the
 // DSCP (trimmed / trimmed-last-hop code points) come from IP_RECVTOS / IPV6_RECVTCLASS; the EV
-// from the source port (and the flow label in STEV mode). A source address that is not a known
+// from the source port (and the flow label in STEV mode), ev_of_wire(). A source address that is not a known
 // peer's address on that plane gets kUnknownPeer, a handle no QP has, so the engine refuses it.
 //
 // Progress: either the application calls progress() (application-driven), or start() runs a
@@ -115,7 +118,7 @@ struct UdpConfig {
   Srv6Config srv6;            ///< ev_mode kSrv6: the paths EVs map onto
   std::uint16_t port = 4791;  ///< RoCEv2 destination port (receive sockets bind it)
   std::uint16_t sport_base = 49152;
-  std::uint16_t sport_range = 16384;       ///< sport = sport_base + ev % sport_range
+  std::uint16_t sport_range = 16384;       ///< spread EVs (< 2^16): sport = sport_base + ev % sport_range
   std::uint8_t dscp = 0;                   ///< DSCP of everything we send
   bool ect = true;                         ///< send ECT(0) so the network can mark CE
   std::uint8_t dscp_trimmed = 59;          ///< received DSCP meaning "trimmed" (>63 = never); pool 2 (EXP/LU)
@@ -123,16 +126,22 @@ struct UdpConfig {
   std::uint32_t tx_batch = 32;             ///< packets per plane per flush
   std::uint32_t rx_batch = 64;             ///< datagrams per recvmmsg
   std::uint32_t max_packet = 4400;         ///< receive buffer size (pmtu + headers)
-  int socket_buffer = 8 << 20;             ///< SO_SNDBUF / SO_RCVBUF (FORCE when permitted)
-  std::uint32_t queue_depth = 16384;       ///< command / completion / event rings (threaded mode)
-  engine::EndpointConfig engine;           ///< num_ports is set from planes
-  ImpairConfig impair;                     ///< applied to received packets
+  /// UDP segmentation offload (D36): 0 = off; N (2..64) = every QP sends N packets on one EV
+  /// (engine Tunables::ev_burst), a plane's consecutive same-EV packets leave as one GSO send, and
+  /// receive sockets take GRO batches. Not in SRv6 mode (raw sockets).
+  std::uint32_t gso_burst = 0;
+  int socket_buffer = 8 << 20;        ///< SO_SNDBUF / SO_RCVBUF (FORCE when permitted)
+  std::uint32_t queue_depth = 16384;  ///< command / completion / event rings (threaded mode)
+  engine::EndpointConfig engine;      ///< num_ports is set from planes
+  ImpairConfig impair;                ///< applied to received packets
 };
 
 struct PlaneCounters {
   std::uint64_t tx_packets = 0, tx_bytes = 0, tx_batches = 0, tx_syscalls = 0;
-  std::uint64_t tx_dropped = 0;   ///< the kernel refused (EAGAIN / ENOBUFS / no socket)
-  std::uint64_t tx_no_route = 0;  ///< packet for an unknown peer
+  std::uint64_t tx_gso_messages = 0;  ///< sends of several datagrams (UDP GSO)
+  std::uint64_t rx_gro_packets = 0;   ///< datagrams that arrived inside a GRO batch of two or more
+  std::uint64_t tx_dropped = 0;       ///< the kernel refused (EAGAIN / ENOBUFS / no socket)
+  std::uint64_t tx_no_route = 0;      ///< packet for an unknown peer
   std::uint64_t rx_packets = 0, rx_bytes = 0, rx_syscalls = 0;
   std::uint64_t rx_ecn_ce = 0, rx_trimmed = 0;
   std::uint64_t rx_unknown_source = 0;  ///< source address is no peer's address on this plane
@@ -172,17 +181,29 @@ class UdpEndpoint {
   /// the paths' uSIDs. `port` is the peer's receive port
   /// (0 = config().port, the RoCEv2 port; other values let two endpoints share one address).
   std::uint32_t add_peer(const std::vector<IpAddr>& addrs, std::uint16_t port = 0);
+  /// The peer handle datagrams from `addr` on `plane` are attributed to (0: none). When several
+  /// peers have that address there, the latest registered wins, so a QP's peer added after a probe's
+  /// stand-in for the same address gets its traffic.
+  std::uint32_t peer_at(std::uint32_t plane, const IpAddr& addr) const;
   engine::Endpoint& engine() { return *ep_; }
   const engine::Endpoint& engine() const { return *ep_; }
   /// Runs fn with the engine on the progress thread (or directly when it is not running).
   void execute(const std::function<void(engine::Endpoint&)>& fn);
+  /// SRv6 mode: replaces the uSID path list (EV value v takes path v % paths.size()) and rebuilds
+  /// every peer's carriers. False with the reason, changing nothing, when a path is empty, does not
+  /// fit the block, or leaves a peer's final address no room; or when not in SRv6 mode.
+  bool set_srv6_paths(std::vector<std::vector<std::uint16_t>> paths, std::string& err);
+  /// SRv6 mode: the IPv6 destination (carrier) of a packet to `peer` on `plane` with EV value `v`.
+  /// False for an unknown peer or plane, or outside SRv6 mode.
+  bool srv6_destination(std::uint32_t peer, std::uint32_t plane, std::uint32_t v, IpAddr& out) const;
   /// What the link watcher does with a report: a change of a plane's link state sets the engine
   /// port down / up and counts it; a repeat or another interface does nothing.
   void apply_link_state(const LinkState& s, Time now);
 
   // --- data path: any thread ------------------------------------------------------------------
   /// 0, an engine errno (application-driven), or EAGAIN if the command ring is full (threaded).
-  /// In threaded mode a request the engine refuses completes with kLocalProtectionError.
+  /// In threaded mode a request the engine refuses completes with kLocalProtectionError. A request
+  /// for a QP in ERROR is taken and completes with kFlushed (verbs), in both modes.
   int post_send(std::uint32_t qpn, const engine::SendWr& wr);
   int post_recv(std::uint32_t qpn, std::uint64_t wr_id);
   bool poll_completion(engine::Completion& out);
@@ -208,8 +229,25 @@ class UdpEndpoint {
   /// writer must outlive the endpoint or be removed first. Control-plane call.
   void set_pcap(PcapWriter* w) { pcap_ = w; }
   std::uint64_t commands_refused() const { return cmd_refused_; }
-  std::uint16_t sport_of(std::uint32_t ev_value) const {
-    return static_cast<std::uint16_t>(cfg_.sport_base + ev_value % cfg_.sport_range);
+
+  // --- EV value <-> wire (D37); any thread (configuration only) ---------------------------------
+  /// The UDP source port of EV value v: v >> 16 when that is non-zero (the EV names its port), else
+  /// spread, sport_base + v % sport_range. SRv6 mode always spreads (v is a path index there).
+  std::uint16_t sport_of(std::uint32_t v) const {
+    if (cfg_.ev_mode != EvMode::kSrv6 && (v >> 16) != 0) return static_cast<std::uint16_t>(v >> 16);
+    return static_cast<std::uint16_t>(cfg_.sport_base + v % cfg_.sport_range);
+  }
+  /// STEV mode: the flow label of EV value v, its low 16 bits (a spread value is its own label).
+  static std::uint32_t flow_label_of(std::uint32_t v) { return v & 0xFFFFu; }
+  /// The EV value a receiver with this configuration recovers from a datagram's source port and
+  /// (STEV mode) flow label, which its responder reflects: the inverse of sport_of / flow_label_of.
+  /// A port inside the spread range reads as spread (STEV: when the label's spread port is that
+  /// port), any other port as named, sport << 16 (| label in STEV mode).
+  std::uint32_t ev_of_wire(std::uint16_t sport, std::uint32_t flow_label) const;
+  /// The single EV value of v's wire form, ev_of_wire(sport_of(v), flow label of v): what v comes
+  /// back as in SACKs and NACKs. A controller's EV gets this value, so the sender recognises it.
+  std::uint32_t canonical_ev(std::uint32_t v) const {
+    return ev_of_wire(sport_of(v), cfg_.ev_mode == EvMode::kStev ? flow_label_of(v) : 0);
   }
 
  private:
@@ -234,12 +272,15 @@ class UdpEndpoint {
     bool link_up = true;        ///< as last reported by the kernel
     bool link_suspect = false;  ///< a send failed as if the link were down: ask the kernel
     Time next_link_query = 0;
-    std::vector<std::int32_t> sock_of_sport;  ///< sport - base -> index into socks; -1 none, -2 failed
+    std::vector<std::int32_t> sock_of_sport;  ///< sport -> index into socks; -1 none, -2 failed
     std::vector<SendSock> socks;
     std::vector<TxSlot> batch;
     std::uint32_t count = 0;
     std::vector<mmsghdr> tx_mm;  ///< scratch: one socket's run of the batch
     std::vector<std::uint8_t> done;
+    std::vector<std::uint32_t> tx_segments;  ///< scratch: packets in each tx_mm message
+    std::vector<iovec> gso_iov;              ///< scratch: the iovecs of GSO messages, back to back
+    std::vector<std::uint8_t> gso_cmsg;      ///< scratch: one UDP_SEGMENT cmsg per message
     // receive
     std::vector<std::uint8_t> rx_buf;
     std::vector<mmsghdr> rx_mm;
@@ -265,13 +306,24 @@ class UdpEndpoint {
   std::size_t run_once(Duration timeout, bool threaded);
   std::size_t receive_plane(std::uint32_t plane, Time now);
   void deliver(std::span<const std::uint8_t> pkt, const engine::RxMeta& meta, Time now);
+  /// Fills tx_mm from `first` on with the batch's packets for socket `sock`, merging runs to one
+  /// destination into GSO messages when enabled. Returns the number of messages.
+  std::uint32_t gather(Plane& p, std::uint32_t first, std::int32_t sock);
   std::size_t transmit(Time now);
   void enqueue(const engine::TxPacket& pkt);
   void flush(std::uint32_t plane);
   /// SRv6 mode: the carrier destination and the IPv6 + UDP header of a slot (iov[0]).
   void build_srv6(TxSlot& s, std::uint32_t plane, const Peer& peer, std::uint16_t sport);
   bool check_srv6(std::string& err) const;
+  /// "" or why `paths` cannot be SRv6 paths under block_bits.
+  std::string check_srv6_paths(const std::vector<std::vector<std::uint16_t>>& paths) const;
+  /// The carriers of a peer at `addrs` for every (plane, path); false when one does not fit.
+  bool build_carriers(const std::vector<IpAddr>& addrs, const std::vector<std::vector<std::uint16_t>>& paths,
+                      std::vector<sockaddr_in6>& out) const;
   std::int32_t send_socket(std::uint32_t plane, std::uint16_t sport);
+  /// Posts c to the engine: 0, or its errno; a QP in ERROR takes it and completes it flushed.
+  int apply_cmd(const Cmd& c, Time now);
+  void complete_cmd(const Cmd& c, engine::WcStatus status);
   void drain_commands(Time now);
   void export_completions();
   void thread_main();

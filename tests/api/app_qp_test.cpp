@@ -1,6 +1,6 @@
 // Application API: QP creation, the RESET -> INIT -> RTR -> RTS -> ERR state machine with the
 // attributes each transition requires (OCP mrc.h table), every refused transition, every mask bit,
-// value ranges, queries, and work requests refused by state or opcode.
+// value ranges, queries, work requests refused by state or opcode, and flushed in ERR.
 #include "api/app_harness.hpp"
 
 using namespace mrc_app_test;
@@ -416,6 +416,50 @@ TEST_F(QpFixture, PostRecvFromInitOn) {
   mrc_ib_qp_attr e{};
   e.qp_state = MRC_QPS_ERR;
   ASSERT_EQ(mrc_modify_qp(s.qp, &e, MRC_IB_QP_STATE, nullptr, 0), 0);
-  EXPECT_EQ(post_recv(s.qp, 2), -1);  // ERR
+  EXPECT_EQ(post_recv(s.qp, 2), 0);  // ERR: taken, completes flushed
+  const auto wc = poll_n(s, 2);
+  ASSERT_EQ(wc.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(wc[i].wr_id, i + 1);
+    EXPECT_EQ(wc[i].status, MRC_WC_WR_FLUSH_ERR);
+    EXPECT_EQ(wc[i].opcode, MRC_WC_RECV_RDMA_WITH_IMM);
+  }
+}
+
+TEST_F(QpFixture, PostInErrCompletesFlushedAfterTheOutstandingWrs) {
+  open(69);
+  reach(MRC_QPS_RTS);  // the peer's QP stays in RESET: nothing is ever acknowledged
+  mrc_sge sge[3];
+  mrc_send_wr w1 = write_wr(sge[0], s, 0, 16, peer, 0, 11, false);
+  mrc_send_wr w2 = write_wr(sge[1], s, 16, 16, peer, 16, 12, true);
+  mrc_send_wr* bad = nullptr;
+  ASSERT_EQ(mrc_post_send(s.qp, &w1, &bad), 0);
+  ASSERT_EQ(mrc_post_send(s.qp, &w2, &bad), 0);
+  ASSERT_EQ(post_recv(s.qp, 21), 0);
+  mrc_ib_qp_attr e{};
+  e.qp_state = MRC_QPS_ERR;
+  ASSERT_EQ(mrc_modify_qp(s.qp, &e, MRC_IB_QP_STATE, nullptr, 0), 0);
+  // Verbs: a WR posted to a QP in ERR is accepted and completes with a flush error, after the
+  // flushes of what the QP held when it entered ERR.
+  mrc_send_wr w3 = write_wr(sge[2], s, 32, 16, peer, 32, 13, false);
+  ASSERT_EQ(mrc_post_send(s.qp, &w3, &bad), 0) << std::strerror(errno);
+  ASSERT_EQ(post_recv(s.qp, 22), 0);
+  // A malformed WR is still refused.
+  mrc_send_wr w4 = w3;
+  w4.opcode = MRC_WR_SEND;
+  EXPECT_EQ(mrc_post_send(s.qp, &w4, &bad), -1);
   EXPECT_EQ(errno, EINVAL);
+  const auto wc = poll_n(s, 5);
+  ASSERT_EQ(wc.size(), 5u);
+  const std::uint64_t ids[5] = {11, 12, 21, 13, 22};
+  std::uint32_t qpn = 0;
+  ASSERT_EQ(mrc_get_qpn(s.qp, &qpn), 0);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(wc[i].wr_id, ids[i]) << i;
+    EXPECT_EQ(wc[i].status, MRC_WC_WR_FLUSH_ERR) << i;
+    EXPECT_EQ(wc[i].opcode, ids[i] > 20 ? MRC_WC_RECV_RDMA_WITH_IMM : MRC_WC_RDMA_WRITE) << i;
+    EXPECT_EQ(wc[i].qp_num, qpn);
+  }
+  mrc_wc more;
+  EXPECT_EQ(mrc_poll_cq(s.cq, 1, &more), 0) << "nothing else";
 }

@@ -114,8 +114,12 @@ TEST(AppTransfer, WrongRkeyCompletesWithRemoteAccessErrorAndQpFatal) {
   EXPECT_EQ(ev.element.qp, a.qp);
   EXPECT_EQ(state_of(a.qp), MRC_QPS_ERR);
   mrc_send_wr again = write_wr(sge, a, 0, 16, b, 0, 6, false);
-  EXPECT_EQ(mrc_post_send(a.qp, &again, &bad), -1);  // ERR
-  EXPECT_EQ(mrc_destroy_qp(a.qp), -1);               // its event is not acked
+  EXPECT_EQ(mrc_post_send(a.qp, &again, &bad), 0);  // ERR: taken and flushed (verbs)
+  const auto flushed = poll_n(a, 1);
+  ASSERT_EQ(flushed.size(), 1u);
+  EXPECT_EQ(flushed[0].wr_id, 6u);
+  EXPECT_EQ(flushed[0].status, MRC_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(mrc_destroy_qp(a.qp), -1);  // its event is not acked
   EXPECT_EQ(errno, EBUSY);
   mrc_ack_async_event(&ev);
   a.close();

@@ -69,11 +69,17 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   ASSERT_EQ(ev_op(c, 1, MRC_CTL_EV_OP_MODIFY_EV_STATE, e), 0);
   std::uint32_t qpn = 0;
   ASSERT_EQ(mrc_get_qpn(qp, &qpn), 0);
+  // The device is a UDP-mode endpoint: the STEV EV (2, 2) leaves from source port 2 and carries no
+  // flow label, so its engine value is 0x00020000 (D37 canonical form).
   engine::EvState st = engine::EvState::kGood;
+  bool found = false;
   dev->ue->execute([&](engine::Endpoint& ep) {
     const engine::EvManager& evm = ep.qp(qpn)->evs();
-    st = evm.state(evm.find(0x00020002u, 1));
+    const std::uint16_t slot = evm.find(0x00020000u, 1);
+    found = slot != engine::EvManager::kNone;
+    if (found) st = evm.state(slot);
   });
+  ASSERT_TRUE(found);
   EXPECT_EQ(st, engine::EvState::kDenied);
 
   ASSERT_EQ(mrc_destroy_qp(qp), 0);

@@ -97,6 +97,101 @@ TEST(CtlProbe, RoundTripBetweenTwoLoopbackEndpointsHasPositiveRtt) {
   EXPECT_EQ(unknown.at("rc").get<int>(), ENOTSUP);
 }
 
+TEST(CtlProbe, PeerTheEndpointAlreadyKnowsAnswers) {
+  // A knows B already (as a QP registers it: every plane's address). Probes used to register a
+  // second, stand-in peer for the dgid, while answers were attributed to the first one: timeout.
+  Pair p(81);
+  ASSERT_TRUE(p.a && p.b);
+  const std::vector<io::IpAddr> b_planes = {addr("127.81.1.2"), addr("127.81.2.2")};
+  std::uint32_t known = 0;
+  p.a->execute([&](engine::Endpoint&) { known = p.a->add_peer(b_planes); });
+  ASSERT_NE(known, 0u);
+  Ctl t(2, p.a.get(), true);
+  mrc_ctl_ep_req req[2] = {probe(1, "127.81.1.2", 1, 0x00010002u), probe(2, "127.81.2.2", 2, 7)};
+  mrc_ctl_ep_rsp rsp[2]{};
+  std::uint32_t n = 0;
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, req, 2, kLong, rsp, &n), 0)
+      << mrc_ctl_last_error(t.ctx);
+  EXPECT_EQ(n, 2u);
+  std::uint32_t peers_after = 0;
+  p.a->execute([&](engine::Endpoint&) { peers_after = p.a->add_peer(b_planes); });
+  EXPECT_EQ(peers_after, known + 1) << "the probes reused the known peer";
+}
+
+TEST(CtlProbe, PeerRegisteredAfterAProbeGetsItsTraffic) {
+  // A probe to an unknown address registers a stand-in; a QP's peer registered later for the same
+  // address must receive that address's packets (the latest registration wins), and probes follow.
+  Pair p(82);
+  ASSERT_TRUE(p.a && p.b);
+  Ctl t(2, p.a.get(), true);
+  mrc_ctl_ep_req r = probe(1, "127.82.1.2", 1, 5);
+  mrc_ctl_ep_rsp rsp{};
+  std::uint32_t n = 0;
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, kLong, &rsp, &n), 0)
+      << mrc_ctl_last_error(t.ctx);
+  std::uint32_t stand_in = 0, qp_peer = 0;
+  p.a->execute([&](engine::Endpoint&) {
+    stand_in = p.a->peer_at(0, addr("127.82.1.2"));
+    qp_peer = p.a->add_peer({addr("127.82.1.2"), addr("127.82.2.2")});
+  });
+  ASSERT_NE(stand_in, 0u);
+  ASSERT_NE(qp_peer, 0u);
+  std::uint32_t now_at = 0;
+  p.a->execute([&](engine::Endpoint&) { now_at = p.a->peer_at(0, addr("127.82.1.2")); });
+  EXPECT_EQ(now_at, qp_peer);
+  r.req_id = 2;
+  ASSERT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &r, 1, kLong, &rsp, &n), 0)
+      << mrc_ctl_last_error(t.ctx);
+}
+
+TEST(CtlSrv6, StoreTableIsTheEndpointPathList) {
+  // SRv6 mode needs CAP_NET_RAW (raw sockets); the tests run as root. Nothing is sent: the check is
+  // the carrier the endpoint would address for each profile EV.
+  io::UdpConfig c;
+  c.planes = {addr("::1")};
+  c.ev_mode = io::EvMode::kSrv6;
+  c.port = 24921;
+  c.srv6.paths = {{0x2001}};  // the endpoint's own list, until a controller names paths
+  std::string err;
+  auto ep = io::UdpEndpoint::create(c, err);
+  ASSERT_TRUE(ep) << err;
+  const std::uint32_t peer = ep->add_peer({addr("fcbb:bb01:3002::")});
+  ASSERT_NE(peer, 0u);
+  Ctl t(1, ep.get());
+  online_fmt(t.ctx, 15, MRC_CTL_EV_FMT_MODE_SRV6, {32, 16, 16});
+  // Locator block fcbb:bb01 fixed, two uSIDs from the raw EV.
+  std::vector<mrc_ctl_ev_field> f = {
+      {32, 0xFCBBBB01u, 0, 0, 0}, {16, 0, 0, 0xFFFF, 0xFFFF}, {16, 0, 0, 0xFFFF, 0xFFFF}};
+  ASSERT_EQ(ev_offline(t.ctx, 3, MRC_CTL_EV_MODE_EXP, 15, 3, f), 0) << mrc_ctl_last_error(t.ctx);
+  std::vector<mrc_ctl_ev_op_entry> e(3);
+  const std::uint16_t usids[3][2] = {{0x2002, 0}, {0x1001, 0x2003}, {0x2001, 0}};
+  for (int i = 0; i < 3; ++i) {
+    e[i].ev_new = ev16(usids[i][0], usids[i][1], 1);
+    e[i].state = MRC_CTL_EV_GOOD;
+  }
+  ASSERT_EQ(ev_op(t.ctx, 3, MRC_CTL_EV_OP_REPLACE_EV, e), 0) << mrc_ctl_last_error(t.ctx);
+  ASSERT_EQ(ev_online(t.ctx, 3), 0) << mrc_ctl_last_error(t.ctx);
+  api::QpProfiles qp;
+  ASSERT_EQ(t.store.acquire(3, 0, 1, qp), 0);
+  ASSERT_EQ(qp.evs.size(), 3u);
+  const char* want[3] = {"fcbb:bb01:2002:3002::", "fcbb:bb01:1001:2003:3002::", "fcbb:bb01:2001:3002::"};
+  for (int i = 0; i < 3; ++i) {
+    io::IpAddr dst;
+    ASSERT_TRUE(ep->srv6_destination(peer, 0, qp.evs[i].value, dst));
+    EXPECT_EQ(dst.str(), want[i]) << "EV " << i;
+  }
+  t.store.release(3, 0);
+  // An EV the endpoint cannot carry is refused when it is set: a zero uSID then a set one.
+  std::vector<mrc_ctl_ev_op_entry> bad(1);
+  bad[0].ev = e[0].ev_new;
+  bad[0].ev_new = ev16(0, 0x2002, 1);
+  bad[0].state = MRC_CTL_EV_GOOD;
+  ASSERT_EQ(ev_state(t.ctx, 3, MRC_CTL_PROFILE_OFFLINE), 0);
+  EXPECT_EQ(ev_op(t.ctx, 3, MRC_CTL_EV_OP_REPLACE_EV, bad), EINVAL);
+  EXPECT_NE(std::string(mrc_ctl_last_error(t.ctx)).find("end of carrier"), std::string::npos)
+      << mrc_ctl_last_error(t.ctx);
+}
+
 TEST(CtlPort, AdminStateDrivesTheEngineAndPortStatusUpdates) {
   Pair p(72);
   ASSERT_TRUE(p.a && p.b);

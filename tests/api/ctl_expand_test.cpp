@@ -166,5 +166,29 @@ TEST(CtlExpand, PropertyInjectiveWithinFormatWidth) {
   }
 }
 
+TEST(CtlExpand, Srv6UsidsAreTheDestinationAfterTheBlockUpToEndOfCarrier) {
+  std::vector<std::uint16_t> u;
+  // fcbb:bb01:1001:2003:: with a 32-bit block: two uSIDs.
+  EXPECT_EQ(srv6_usids(bytes({0xFC, 0xBB, 0xBB, 0x01, 0x10, 0x01, 0x20, 0x03}), 32, u), "");
+  EXPECT_EQ(u, (std::vector<std::uint16_t>{0x1001, 0x2003}));
+  // A 48-bit block takes the first uSID as block bits.
+  EXPECT_EQ(srv6_usids(bytes({0xFC, 0xBB, 0xBB, 0x01, 0x10, 0x01, 0x20, 0x03}), 48, u), "");
+  EXPECT_EQ(u, (std::vector<std::uint16_t>{0x2003}));
+  // Six uSIDs fill the address.
+  EvBytes full = bytes({0xFC, 0, 0, 1, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6});
+  EXPECT_EQ(srv6_usids(full, 32, u), "");
+  EXPECT_EQ(u.size(), 6u);
+  // Refused: no uSID, bits after the end of carrier, an SRH segment, a bad block length.
+  EXPECT_NE(srv6_usids(bytes({0xFC, 0xBB, 0xBB, 0x01}), 32, u), "");
+  EXPECT_NE(
+      srv6_usids(bytes({0xFC, 0xBB, 0xBB, 0x01, 0x10, 0x01, 0, 0, 0x20, 0x03}), 32, u).find("end of carrier"),
+      std::string::npos);
+  EvBytes srh = bytes({0xFC, 0xBB, 0xBB, 0x01, 0x10, 0x01});
+  srh[16] = 0xFC;
+  EXPECT_NE(srv6_usids(srh, 32, u).find("SRH"), std::string::npos);
+  EXPECT_NE(srv6_usids(full, 24, u), "");
+  EXPECT_NE(srv6_usids(full, 128, u), "");
+}
+
 }  // namespace
 }  // namespace mrc::api

@@ -46,6 +46,7 @@ struct IoPair {
   const engine::MemoryRegion* mrb = nullptr;
   /// Set before open(): a's QP sends with key_ab and checks key_ba, b's the other way round.
   bool auth = false;
+  std::uint32_t gso = 0;  ///< set before open(): UdpConfig::gso_burst of both sides
   engine::MacKey key_ab{0x0123456789abcdefull, 0x1122334455667788ull};
   engine::MacKey key_ba{0x99aabbccddeeff00ull, 0x0f1e2d3c4b5a6978ull};
 
@@ -57,6 +58,7 @@ struct IoPair {
     ca.planes = plane_addrs(prefix, planes, 1);
     ca.impair = impair_a;
     ca.engine.seed = 11;
+    ca.gso_burst = gso;
     io::UdpConfig cb = ca;
     cb.planes = plane_addrs(prefix, planes, 2);
     cb.impair = impair_b;

@@ -56,7 +56,10 @@ TEST(Stev, FlowLabelCarriesTheEvOverIpv6Loopback) {
   ca.port = 24791;
   UdpConfig cb = ca;
   cb.port = 24792;
-  cb.sport_base = 49153;  // both endpoints share ::1, so their source ports must differ
+  // Both endpoints share ::1, so their source ports must differ. With different ranges each end
+  // reads the other's port as a named one (D37), so reflected EVs do not match the sender's values
+  // here; this test checks only the flow labels on the wire and the data.
+  cb.sport_base = 49153;
   std::string err;
   auto a = UdpEndpoint::create(ca, err);
   ASSERT_TRUE(a) << err;

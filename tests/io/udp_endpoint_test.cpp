@@ -127,6 +127,47 @@ TEST(UdpEndpoint, CompletesByteExactUnderImpairment) {
   EXPECT_GT(req.rtx_nack, 0u);
 }
 
+// GSO (D36): a QP sends 8 packets per EV, they leave as one send and arrive as GRO batches that
+// the endpoint cuts back into datagrams; spraying still reaches every plane and many EVs.
+TEST(UdpEndpoint, GsoSendsEvBurstsAsOneSendAndGroBatchesAreSplitByteExact) {
+  IoPair p;
+  p.gso = 8;
+  ASSERT_TRUE(p.open(kPlanes, kBytes, 49));
+  EXPECT_EQ(move_all_app_driven(p, kBytes, kMsg), kBytes / kMsg);
+  EXPECT_TRUE(std::equal(p.src.begin(), p.src.end(), p.dst.begin()));
+  expect_every_plane_used(*p.a);
+  std::uint64_t tx = 0, gso = 0, gro = 0, rx = 0;
+  for (const auto& c : p.a->plane_counters()) {
+    tx += c.tx_packets;
+    gso += c.tx_gso_messages;
+  }
+  for (const auto& c : p.b->plane_counters()) {
+    rx += c.rx_packets;
+    gro += c.rx_gro_packets;
+  }
+  EXPECT_GT(gso, tx / 16) << "sends of several datagrams";
+  EXPECT_GT(gro, rx / 4) << "datagrams that came in GRO batches";
+  // Every datagram of a batch is one MRC packet the engine accepted (no length or ICRC errors).
+  const auto& qc = p.b->engine().qp(p.qb)->counters();
+  EXPECT_GE(qc.bytes_placed, kBytes);
+  EXPECT_EQ(p.b->engine().counters().rx_bad_packet, 0u);
+}
+
+// Impairment applies per datagram after the GRO split: drops and trims inside a batch are repaired.
+TEST(UdpEndpoint, GsoCompletesByteExactUnderImpairment) {
+  io::ImpairConfig imp;
+  std::string err;
+  ASSERT_TRUE(io::parse_impair("drop=3%,trim=3%,dup=2%,seed=9", imp, err)) << err;
+  IoPair p;
+  p.gso = 8;
+  ASSERT_TRUE(p.open(kPlanes, kBytes, 50, imp));
+  EXPECT_EQ(move_all_app_driven(p, kBytes, kMsg), kBytes / kMsg);
+  EXPECT_TRUE(std::equal(p.src.begin(), p.src.end(), p.dst.begin()));
+  EXPECT_GT(p.b->impair_stats().dropped, 0u);
+  EXPECT_GT(p.b->engine().qp(p.qb)->counters().rx_trimmed, 0u);
+  EXPECT_GT(p.a->engine().qp(p.qa)->counters().rtx_nack, 0u);
+}
+
 TEST(UdpEndpoint, ThreadedExecuteAndRefusedCommand) {
   IoPair p;
   ASSERT_TRUE(p.open(2, 1 << 16, 43));
@@ -255,6 +296,14 @@ TEST(UdpEndpoint, RejectsBadConfig) {
   // Second endpoint on the same addresses: the receive port is taken.
   EXPECT_EQ(io::UdpEndpoint::create(c, err), nullptr);
   EXPECT_NE(err.find("bind"), std::string::npos);
+  // GSO bursts are 2..64 packets, and not available on SRv6's raw sockets.
+  io::UdpConfig g = c;
+  g.planes = plane_addrs("127.45.", 2, 3);
+  g.gso_burst = 1;
+  EXPECT_EQ(io::UdpEndpoint::create(g, err), nullptr);
+  EXPECT_NE(err.find("gso_burst"), std::string::npos);
+  g.gso_burst = 65;
+  EXPECT_EQ(io::UdpEndpoint::create(g, err), nullptr);
   // Peer with the wrong number of plane addresses.
   EXPECT_EQ(ep->add_peer(plane_addrs("127.45.", 3, 2)), 0u);
 }

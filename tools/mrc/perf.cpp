@@ -84,6 +84,7 @@ struct PerfOptions {
   std::string ev_mode = "udp";
   std::vector<std::string> srv6_paths;  ///< --ev-mode srv6: uSID paths, hex uSIDs joined by ':'
   bool auth = false;                    ///< MAC-authenticated packets (client: use; server: require)
+  std::uint32_t gso = 0;                ///< UDP GSO/GRO burst (packets per EV pick), 0 = off
   std::string impair;
   std::string impair_file;
   std::string pcap;
@@ -235,6 +236,7 @@ bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std
   if (uc.ev_mode == io::EvMode::kSrv6 && !parse_srv6_paths(o.srv6_paths, uc.srv6, err)) return false;
   uc.engine.seed = o.seed * 2 + (o.server ? 1 : 2);
   uc.max_packet = prm.pmtu + 256;
+  uc.gso_burst = o.gso;
   if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, uc.impair, err)) return false;
   if (!o.impair.empty() && !io::parse_impair(o.impair, uc.impair, err)) return false;
   s.ep = io::UdpEndpoint::create(uc, err);
@@ -850,8 +852,9 @@ int run_client(const PerfOptions& o) {
 
   if (!o.json) {
     std::printf(
-        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s%s\n", o.qps, local.size(),
+        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s%s\n", o.qps, local.size(),
         o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
+        o.gso ? std::to_string(o.gso).c_str() : "off",
         s.ep->config().impair.enabled() ? (", impair " + io::to_string(s.ep->config().impair)).c_str() : "");
     std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
                 "MsgRate[Mpps]", "Pkt/s", "CPU[s]", "rtx");
@@ -890,6 +893,7 @@ int run_client(const PerfOptions& o) {
     j["planes"] = local.size();
     j["op"] = o.imm ? "WRITE_IMM" : "WRITE";
     j["pmtu"] = prm.pmtu;
+    j["gso"] = o.gso;
     j["evs_per_plane"] = prm.evs_per_plane;
     j["region_bytes_per_qp"] = prm.region;
     j["cc"] = o.cc;
@@ -1011,6 +1015,10 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->add_flag("--auth", o.auth,
               "Authenticate every packet with a per-connection SipHash-2-4 MAC in place of the ICRC "
               "(client: use it; server: refuse clients that do not)");
+  c->add_option("--gso", o.gso,
+                "UDP segmentation offload: each QP sends N packets on one EV and they leave as one GSO send; "
+                "GRO on receive (0 = off, 2..64)")
+      ->capture_default_str();
   c->add_option("--impair", o.impair,
                 "Receive impairment, e.g. drop=1%,reorder=2%,dup=1%,trim=1%,delay=20us");
   c->add_option("--impair-file", o.impair_file, "Receive impairment from a key=value file");
