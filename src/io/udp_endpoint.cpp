@@ -922,6 +922,8 @@ std::size_t UdpEndpoint::receive_plane(std::uint32_t plane, Time now) {
 // Progress
 
 std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
+  std::unique_lock<std::mutex> direct(direct_mu_, std::defer_lock);
+  if (!threaded) direct.lock();  // released before sleeping
   std::size_t work = 0;
   Time t = now();
   if (threaded) {
@@ -961,6 +963,7 @@ std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
   Duration wait = timeout;
   const Time dl = std::min(ep_->next_deadline(), impair_.next_release());
   if (dl != kNever) wait = dl <= t ? 0 : std::min<Duration>(wait, dl - t);
+  if (!threaded) direct.unlock();
   if (threaded) {
     sleeping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -1052,7 +1055,10 @@ int UdpEndpoint::post_send(std::uint32_t qpn, const engine::SendWr& wr) {
   c.type = CmdType::kSend;
   c.qpn = qpn;
   c.wr = wr;
-  if (!threaded_.load(std::memory_order_relaxed)) return apply_cmd(c, now());
+  if (!threaded_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lk(direct_mu_);
+    return apply_cmd(c, now());
+  }
   if (!cmds_.push(c)) return EAGAIN;
   wake();
   return 0;
@@ -1063,7 +1069,10 @@ int UdpEndpoint::post_recv(std::uint32_t qpn, std::uint64_t wr_id) {
   c.type = CmdType::kRecv;
   c.qpn = qpn;
   c.wr.wr_id = wr_id;
-  if (!threaded_.load(std::memory_order_relaxed)) return apply_cmd(c, now());
+  if (!threaded_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lk(direct_mu_);
+    return apply_cmd(c, now());
+  }
   if (!cmds_.push(c)) return EAGAIN;
   wake();
   return 0;
@@ -1071,24 +1080,39 @@ int UdpEndpoint::post_recv(std::uint32_t qpn, std::uint64_t wr_id) {
 
 bool UdpEndpoint::poll_completion(engine::Completion& out) {
   if (completions_.pop(out)) return true;
-  return !threaded_.load(std::memory_order_relaxed) && ep_->poll_completion(out);
+  if (threaded_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lk(direct_mu_);
+  return ep_->poll_completion(out);
 }
 
 bool UdpEndpoint::poll_event(engine::Event& out) {
   if (events_.pop(out)) return true;
-  return !threaded_.load(std::memory_order_relaxed) && ep_->poll_event(out);
+  if (threaded_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lk(direct_mu_);
+  return ep_->poll_event(out);
 }
 
 void UdpEndpoint::execute(const std::function<void(engine::Endpoint&)>& fn) {
-  if (!threaded_.load()) {
-    fn(*ep_);
-    return;
+  {
+    // Checked under the lock: start() flips the mode under it too.
+    std::lock_guard<std::mutex> lk(direct_mu_);
+    if (!threaded_.load()) {
+      fn(*ep_);
+      return;
+    }
   }
   std::unique_lock<std::mutex> lk(exec_mu_);
   exec_cv_.wait(lk, [&] { return exec_fn_ == nullptr; });
   exec_fn_ = &fn;
   exec_done_ = false;
   exec_pending_.store(true, std::memory_order_release);
+  if (!threaded_.load()) {
+    // stop() finished between our check and the post: nobody serves the request but us.
+    std::lock_guard<std::mutex> d(direct_mu_);
+    fn(*ep_);
+    exec_done_ = true;
+    exec_pending_.store(false, std::memory_order_release);
+  }
   const std::uint64_t one = 1;
   (void)!::write(evfd_, &one, sizeof one);
   exec_cv_.wait(lk, [&] { return exec_done_; });
@@ -1097,6 +1121,7 @@ void UdpEndpoint::execute(const std::function<void(engine::Endpoint&)>& fn) {
 }
 
 bool UdpEndpoint::start() {
+  std::lock_guard<std::mutex> lk(direct_mu_);
   if (threaded_.load()) return false;
   stop_.store(false);
   threaded_.store(true);
@@ -1110,7 +1135,19 @@ void UdpEndpoint::stop() {
   const std::uint64_t one = 1;
   (void)!::write(evfd_, &one, sizeof one);
   thread_.join();
-  threaded_.store(false);
+  {
+    std::lock_guard<std::mutex> d(direct_mu_);
+    threaded_.store(false);
+  }
+  // A request posted to the thread after its last round is served here.
+  std::lock_guard<std::mutex> lk(exec_mu_);
+  if (exec_fn_ != nullptr && !exec_done_) {
+    std::lock_guard<std::mutex> d(direct_mu_);
+    (*exec_fn_)(*ep_);
+    exec_done_ = true;
+    exec_pending_.store(false, std::memory_order_release);
+    exec_cv_.notify_all();
+  }
 }
 
 void UdpEndpoint::thread_main() {

@@ -366,6 +366,9 @@ class UdpEndpoint {
   SpscRing<engine::Completion> completions_;
   SpscRing<engine::Event> events_;
   std::mutex exec_mu_;
+  /// Without the progress thread, callers enter the engine one at a time under this lock: the
+  /// application's thread and a controller-socket thread (api ctl server) may both call.
+  std::mutex direct_mu_;
   std::condition_variable exec_cv_;
   const std::function<void(engine::Endpoint&)>* exec_fn_ = nullptr;
   bool exec_done_ = false;

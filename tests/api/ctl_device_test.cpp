@@ -3,6 +3,10 @@
 // and a controller deny reaches the QP's live EV set.
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "api/objects.hpp"
 #include "ctl_harness.hpp"
 #include "engine/qp.hpp"
@@ -91,6 +95,64 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   EXPECT_EQ(mrc_destroy_context(ctx), 0);
   EXPECT_EQ(mrc_close_device(dev), 0);
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the socket file goes with the device";
+}
+
+// Without a progress thread the application's thread and the controller socket's thread both
+// enter the engine: the endpoint serialises them (UdpEndpoint::direct_mu_). The controller flips a
+// port's admin state and reads counters while the application registers memory and progresses.
+TEST(CtlDevice, ControllerSocketAndApplicationDrivenProgressTakeTurnsInTheEngine) {
+  const std::string path = "/tmp/mrc-ctl-app-" + std::to_string(::getpid());
+  mrc_device_config cfg{};
+  cfg.num_planes = 2;
+  cfg.plane_addr[0] = "127.77.1.1";
+  cfg.plane_addr[1] = "127.77.2.1";
+  cfg.ctl_socket = path.c_str();
+  mrc_device* dev = mrc_open_device(&cfg);
+  ASSERT_NE(dev, nullptr) << std::strerror(errno);
+  mrc_context_attr ca{};
+  ca.flags = MRC_CONTEXT_APP_PROGRESS;
+  mrc_context* ctx = mrc_create_context(dev, &ca);
+  ASSERT_NE(ctx, nullptr);
+  mrc_pd* pd = mrc_alloc_pd(dev);
+  ASSERT_NE(pd, nullptr);
+  mrc_ctl_context* c = mrc_ctl_open(path.c_str());
+  ASSERT_NE(c, nullptr) << std::strerror(errno);
+
+  std::atomic<bool> done{false};
+  std::atomic<int> ctl_failures{0}, ctl_calls{0};
+  std::thread controller([&] {
+    for (int i = 0; i < 200; ++i) {
+      mrc_ctl_port_attr pa{};
+      pa.port_admin_state = i % 2 ? MRC_CTL_PORT_ADMIN_ENABLED : MRC_CTL_PORT_ADMIN_DISABLED;
+      mrc_ctl_port_counters pc{};
+      if (mrc_ctl_modify_port(c, 2, &pa, MRC_CTL_PORT_ADMIN_STATE) != 0 ||
+          mrc_ctl_query_port_counters(c, 1, &pc) != 0)
+        ++ctl_failures;
+      ++ctl_calls;
+    }
+    done = true;
+  });
+  std::vector<std::uint8_t> buf(1 << 16);
+  int app_failures = 0, rounds = 0;
+  while (!done) {
+    mrc_mr* mr = mrc_reg_mr(pd, buf.data(), buf.size(), MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
+    if (mr == nullptr || mrc_dereg_mr(mr) != 0) ++app_failures;
+    if (mrc_progress(ctx, 1) < 0) ++app_failures;
+    ++rounds;
+  }
+  controller.join();
+  EXPECT_EQ(ctl_calls, 200);
+  EXPECT_EQ(ctl_failures, 0);
+  EXPECT_EQ(app_failures, 0);
+  EXPECT_GT(rounds, 0);
+  // The last modify enabled the port: both planes are usable again.
+  mrc_ctl_port_attr pa{};
+  ASSERT_EQ(mrc_ctl_query_port(c, 2, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
+  EXPECT_EQ(pa.port_admin_state, MRC_CTL_PORT_ADMIN_ENABLED);
+  EXPECT_EQ(mrc_ctl_close(c), 0);
+  EXPECT_EQ(mrc_dealloc_pd(pd), 0);
+  EXPECT_EQ(mrc_destroy_context(ctx), 0);
+  EXPECT_EQ(mrc_close_device(dev), 0);
 }
 
 }  // namespace
