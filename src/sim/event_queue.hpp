@@ -5,12 +5,21 @@
 // per event. Events pop in (time, seq) order; seq is assigned at push, so events scheduled for the
 // same instant run in the order they were scheduled (deterministic FIFO tie-break).
 //
-// Implementation: an implicit 4-ary min-heap in one vector (shallower than a binary heap, and the
-// four children of a node share a cache line or two).
+// Implementation: a calendar queue. Time is cut into slots of 2^slot_shift time units; `cur_` is the
+// slot being run. Events of slots <= cur_ are in `near_`, a short run sorted by (time, seq);
+// events of the next kRingSlots - 1 slots wait, unordered, in per-slot singly linked lists (the
+// ring); later ones in `far_`, a 4-ary min-heap (in the simulators: timers and faults). When near_
+// runs dry, cur_ moves to the earliest non-empty slot of the ring or far_ and that slot's events
+// move into near_. So near_ stays small (the events of one slot) and a push is O(1) unless it is
+// beyond the ring. A push into the past (slot <= cur_) simply joins near_: any push order is
+// allowed and the order stays exact.
 #pragma once
+#include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "common/time.hpp"
@@ -26,64 +35,235 @@ struct QueuedEvent {
 
 class EventQueue {
  public:
-  void reserve(std::size_t n) { heap_.reserve(n); }
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
-  void clear() { heap_.clear(); }
+  /// Slots of 2^slot_shift time units (choose about the time between two events); the ring covers
+  /// kRingSlots of them, which should reach past most events when they are scheduled.
+  explicit EventQueue(unsigned slot_shift = 0)
+      : shift_(slot_shift), head_(kRingSlots, kNil), bits_(kRingSlots / 64) {}
+
+  void reserve(std::size_t n) {
+    ev_.reserve(n);
+    next_.reserve(n);
+  }
+  bool empty() const { return near_head_ == near_end_ && in_ring_ == 0 && far_.empty(); }
+  std::size_t size() const { return near_end_ - near_head_ + in_ring_ + far_.size(); }
+  void clear() {
+    near_head_ = near_end_ = 0;
+    far_.clear();
+    ev_.clear();
+    next_.clear();
+    free_ = kNil;
+    head_.assign(kRingSlots, kNil);
+    bits_.assign(kRingSlots / 64, 0);
+    in_ring_ = 0;
+    cur_ = 0;
+  }
 
   /// Schedules an event; returns its sequence number (usable as a generation stamp).
   std::uint64_t push(Time time, std::uint8_t kind, std::uint32_t index) {
-    const QueuedEvent e{time, next_seq_++, index, kind};
-    std::size_t pos = heap_.size();
-    heap_.push_back(e);
-    while (pos > 0) {
-      const std::size_t parent = (pos - 1) / kArity;
-      if (!before(e, heap_[parent])) break;
-      heap_[pos] = heap_[parent];
-      pos = parent;
+    const std::uint64_t seq = next_seq_++;
+    const Time ahead = (time >> shift_) - cur_ - 1;  // huge when the slot is <= cur_
+    if (ahead < kRingSlots - 1) [[likely]] {
+      const std::size_t r = (time >> shift_) & kRingMask;
+      if (free_ == kNil) [[unlikely]]
+        grow_nodes();
+      const std::uint32_t n = free_;
+      free_ = next_[n];
+      // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
+      // narrow stores, which stalls store forwarding.
+      QueuedEvent& d = ev_[n];
+      d.time = time;
+      d.seq = seq;
+      d.index = index;
+      d.kind = kind;
+      next_[n] = head_[r];
+      head_[r] = n;
+      bits_[r / 64] |= std::uint64_t{1} << (r % 64);
+      ++in_ring_;
+    } else if ((time >> shift_) > cur_) {
+      far_.push(QueuedEvent{time, seq, index, kind});
+    } else {
+      near_insert(QueuedEvent{time, seq, index, kind});
     }
-    heap_[pos] = e;
-    return e.seq;
+    return seq;
   }
 
   /// The earliest event; the queue must not be empty.
-  const QueuedEvent& top() const {
-    assert(!heap_.empty());
-    return heap_.front();
+  const QueuedEvent& top() {
+    settle();
+    return near_[near_head_];
+  }
+
+  /// The i-th next event if it is among those of the current slot (else nullptr), without looking
+  /// further: i = 0 is top() when that is cheap.
+  const QueuedEvent* peek(std::size_t i) const {
+    return near_head_ + i < near_end_ ? &near_[near_head_ + i] : nullptr;
   }
 
   /// Removes and returns the earliest event; the queue must not be empty.
   QueuedEvent pop() {
-    assert(!heap_.empty());
-    const QueuedEvent out = heap_.front();
-    const QueuedEvent last = heap_.back();
-    heap_.pop_back();
-    const std::size_t n = heap_.size();
-    if (n == 0) return out;
-    std::size_t pos = 0;
-    for (;;) {
-      const std::size_t first = pos * kArity + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      const std::size_t end = first + kArity < n ? first + kArity : n;
-      for (std::size_t c = first + 1; c < end; ++c) {
-        if (before(heap_[c], heap_[best])) best = c;
-      }
-      if (!before(heap_[best], last)) break;
-      heap_[pos] = heap_[best];
-      pos = best;
-    }
-    heap_[pos] = last;
+    settle();
+    const QueuedEvent out = near_[near_head_];
+    if (++near_head_ == near_end_) near_head_ = near_end_ = 0;
     return out;
   }
 
  private:
-  static constexpr std::size_t kArity = 4;
+  static constexpr std::size_t kRingSlots = 1u << 14;
+  static constexpr std::size_t kRingMask = kRingSlots - 1;
+  static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
+
   static bool before(const QueuedEvent& a, const QueuedEvent& b) {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
   }
 
-  std::vector<QueuedEvent> heap_;
+  // An implicit 4-ary min-heap on (time, seq) in one vector.
+  class Heap {
+   public:
+    bool empty() const { return v_.empty(); }
+    std::size_t size() const { return v_.size(); }
+    void clear() { v_.clear(); }
+    const QueuedEvent& top() const { return v_.front(); }
+    void push(const QueuedEvent& e) {
+      std::size_t pos = v_.size();
+      v_.push_back(e);
+      while (pos > 0) {
+        const std::size_t parent = (pos - 1) / kArity;
+        if (!before(e, v_[parent])) break;
+        v_[pos] = v_[parent];
+        pos = parent;
+      }
+      v_[pos] = e;
+    }
+    QueuedEvent pop() {
+      const QueuedEvent out = v_.front();
+      const QueuedEvent last = v_.back();
+      v_.pop_back();
+      const std::size_t n = v_.size();
+      if (n == 0) return out;
+      std::size_t pos = 0;
+      for (;;) {
+        const std::size_t first = pos * kArity + 1;
+        if (first >= n) break;
+        std::size_t best = first;
+        const std::size_t end = first + kArity < n ? first + kArity : n;
+        for (std::size_t c = first + 1; c < end; ++c) {
+          if (before(v_[c], v_[best])) best = c;
+        }
+        if (!before(v_[best], last)) break;
+        v_[pos] = v_[best];
+        pos = best;
+      }
+      v_[pos] = last;
+      return out;
+    }
+
+   private:
+    static constexpr std::size_t kArity = 4;
+    std::vector<QueuedEvent> v_;
+  };
+
+  void near_append(const QueuedEvent& e) {
+    if (near_end_ == near_.size()) [[unlikely]]
+      near_.resize(std::max<std::size_t>(16, 2 * near_.size()));
+    near_[near_end_++] = e;
+  }
+
+  // Insertion into the sorted run near_[near_head_, near_end_): a slot holds a few events.
+  void near_insert(const QueuedEvent& e) {
+    near_append(e);
+    std::size_t j = near_end_ - 1;
+    for (; j > near_head_ && before(e, near_[j - 1]); --j) near_[j] = near_[j - 1];
+    near_[j] = e;
+  }
+
+  [[gnu::noinline]] void grow_nodes() {
+    free_ = static_cast<std::uint32_t>(ev_.size());
+    ev_.emplace_back();
+    next_.push_back(kNil);
+  }
+
+  // Makes near_ non-empty.
+  void settle() {
+    assert(!empty());
+    if (near_head_ == near_end_) [[unlikely]]
+      refill();
+  }
+
+  // near_ is empty: moves cur_ to the earliest non-empty slot and loads it (out of line: the fast
+  // path in settle() must stay cheap to inline).
+  [[gnu::noinline]] void refill() {
+    load(next_slot());
+    // The events of the next slot were written long ago (a link latency): fetch them while these
+    // run. The links are in the small next_ array, so walking them does not wait on ev_.
+    if (in_ring_ > 0) {
+      const std::size_t r2 = next_ring_slot() & kRingMask;
+      for (std::uint32_t n = head_[r2]; n != kNil; n = next_[n]) __builtin_prefetch(&ev_[n]);
+    }
+  }
+
+  // The earliest non-empty slot after cur_ (the ring or far_ must not be empty).
+  Time next_slot() const {
+    Time slot = std::numeric_limits<Time>::max();
+    if (in_ring_ > 0) slot = next_ring_slot();
+    if (!far_.empty()) slot = std::min(slot, far_.top().time >> shift_);
+    return slot;
+  }
+
+  // Loads the events of `slot` (the earliest non-empty one after cur_) into the empty near_; it
+  // becomes cur_.
+  void load(Time slot) {
+    cur_ = slot;
+    const std::size_t r = slot & kRingMask;
+    if ((bits_[r / 64] >> (r % 64) & 1u) != 0) {
+      bits_[r / 64] &= ~(std::uint64_t{1} << (r % 64));
+      std::uint32_t n = head_[r];
+      head_[r] = kNil;
+      while (n != kNil) {  // newest first
+        near_append(ev_[n]);
+        const std::uint32_t next = next_[n];
+        next_[n] = free_;
+        free_ = n;
+        n = next;
+        --in_ring_;
+      }
+      // Push order, then a stable insertion sort by time: the order is (time, seq).
+      std::reverse(near_.begin(), near_.begin() + static_cast<std::ptrdiff_t>(near_end_));
+      for (std::size_t i = 1; i < near_end_; ++i) {
+        const QueuedEvent e = near_[i];
+        std::size_t j = i;
+        for (; j > 0 && e.time < near_[j - 1].time; --j) near_[j] = near_[j - 1];
+        near_[j] = e;
+      }
+    }
+    while (!far_.empty() && (far_.top().time >> shift_) == slot) near_insert(far_.pop());
+  }
+
+  // The first slot after cur_ with a ring entry (the ring must not be empty).
+  Time next_ring_slot() const {
+    const std::size_t start = (cur_ + 1) & kRingMask;
+    std::size_t w = start / 64;
+    std::uint64_t word = bits_[w] & (~std::uint64_t{0} << (start % 64));
+    for (std::size_t i = 0; word == 0; ++i) {
+      w = (w + 1) % bits_.size();
+      word = bits_[w];
+      // Wrapped around to the start word: only its bits below `start` are left.
+      if (i + 1 == bits_.size()) word &= (std::uint64_t{1} << (start % 64)) - 1;
+    }
+    const std::size_t r = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
+    return cur_ + 1 + ((r - start) & kRingMask);
+  }
+
+  unsigned shift_;
+  std::vector<QueuedEvent> near_;  ///< [near_head_, near_end_): events of slots <= cur_, sorted
+  std::size_t near_head_ = 0, near_end_ = 0;
+  Heap far_;
+  std::vector<QueuedEvent> ev_;      ///< ring entries (free ones are chained from free_) ...
+  std::vector<std::uint32_t> next_;  ///< ... and their links, apart: they are walked ahead
+  std::vector<std::uint32_t> head_;  ///< per ring slot: first node, kNil = empty
+  std::vector<std::uint64_t> bits_;  ///< per ring slot: non-empty
+  std::uint32_t free_ = kNil;
+  std::size_t in_ring_ = 0;
+  Time cur_ = 0;
   std::uint64_t next_seq_ = 0;
 };
 

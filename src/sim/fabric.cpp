@@ -17,6 +17,9 @@ namespace {
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t kInlineBytes = wire::kMaxHeaderSize + 8;  // header + trailer (pad + ICRC)
 constexpr std::uint32_t kMinBuffer = 4096 + 128;
+// Event queue slots of 256 ps: a busy fabric has a few events per slot, and the ring (2^14 slots,
+// 4.2 us) reaches past a packet's arrival at the far end of a link (serialisation + latency).
+constexpr unsigned kEventSlotShift = 8;
 
 std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -28,13 +31,17 @@ std::uint32_t bit(std::uint32_t i) {
 }
 }  // namespace
 
-/// A packet in the network (hot fields only, 56 bytes); its bytes live in hdr_[slot] (header +
+/// A packet in the network (hot fields only, one cache line); its bytes live in hdr_[slot] (header +
 /// trailer) or bufs_[slot] (carry_payload).
-struct Fabric::Packet {
+struct alignas(64) Fabric::Packet {
   Time arrive_ps = 0;       ///< while on a link: when it reaches the far end
   Time next_arrive_ps = 0;  ///< ... and when the packet behind it on the link does (no extra miss)
-  std::uint32_t len = 0;    ///< engine bytes carried (header_len once trimmed)
-  std::uint32_t wire = 0;   ///< bytes on the wire (len + overhead)
+  /// While on a link to a switch: the egress port that switch will pick (select() when it was sent,
+  /// redone by reconverge()), so the lookup is off the arrival's critical path ...
+  std::uint32_t out = kNone;
+  std::uint32_t next_out = kNone;  ///< ... and the same for the packet behind it
+  std::uint32_t len = 0;           ///< engine bytes carried (header_len once trimmed)
+  std::uint32_t wire = 0;          ///< bytes on the wire (len + overhead)
   std::uint32_t src = 0, dst = 0;
   std::uint32_t ev = 0;
   std::uint32_t port = 0;  ///< the egress port it is on / queued at
@@ -52,22 +59,26 @@ struct Fabric::InlineBytes {
   std::uint8_t b[kInlineBytes];  ///< !carry_payload: header, then trailer
 };
 
-struct Fabric::Port {
-  std::uint32_t from = 0, to = 0;
-  bool from_host = false, to_host = false;
-  double rate_bps = 0;
-  std::uint64_t latency_ps = 0;
+// What every hop reads is in the first cache line; the record is line-aligned (3 lines), so the
+// event loop can prefetch it whole.
+struct alignas(64) Fabric::Port {
   std::uint64_t busy_until = 0;  ///< ps
-  bool wake_pending = false;
-  std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone, ctrl_tail = kNone;
-  std::uint32_t wire_head = kNone, wire_tail = kNone;  ///< packets on the link, in arrival order
-  bool up = true;
-  double loss = 0;  ///< gray failure: probability a transmitted packet is lost
+  std::uint64_t latency_ps = 0;
+  double rate_bps = 0;
   std::uint64_t data_bytes = 0, ctrl_bytes = 0;
+  std::uint32_t wire_head = kNone, wire_tail = kNone;  ///< packets on the link, in arrival order
+  std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone;
+  bool from_host = false, to_host = false;
+  bool wake_pending = false;
+  bool up = true;
+  std::uint32_t ctrl_tail = kNone;
+  std::uint32_t head_out = kNone;  ///< Packet::out of the wire head (prefetched before it arrives)
+  std::uint32_t from = 0, to = 0;
   // PFC. As an ingress: bytes that came over this port and are queued in switch `to`, and whether
   // `to` has paused us. As an egress: whether we are paused (takes effect a link latency later).
-  std::uint64_t pfc_in = 0;
   bool xoff = false, paused = false;
+  double loss = 0;  ///< gray failure: probability a transmitted packet is lost
+  std::uint64_t pfc_in = 0;
   PortCounters ctr;
 };
 
@@ -138,7 +149,8 @@ std::uint64_t Fabric::serialization_ps(std::uint64_t bytes, double rate_bps) {
 }
 
 Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
-    : topo_(topo), cfg_(cfg), rng_(cfg.seed), tx_(new engine::TxPacket) {
+    : topo_(topo), cfg_(cfg), rng_(cfg.seed), events_(kEventSlotShift), tx_(new engine::TxPacket) {
+  static_assert(sizeof(Packet) == 64, "a packet is one cache line");
   topo_.validate();
   if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
   if (cfg_.queue.ecn_kmax > 0 && cfg_.queue.ecn_kmax < cfg_.queue.ecn_kmin)
@@ -287,12 +299,19 @@ void Fabric::build_fib() {
   for (std::uint32_t v : queue) dist[v] = kNone;
 }
 
-std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
-                             std::uint32_t ev) const {
+const std::uint32_t* Fabric::fib_entry(std::uint32_t node, std::uint32_t dst) const {
   const SwInfo& si = sw_[node - topo_.hosts];
   const DstInfo& di = dst_[static_cast<std::size_t>(dst) * topo_.planes + si.plane];
-  if (di.leaf_node == node) return di.down_port;
-  const std::uint32_t gid = fib_[static_cast<std::size_t>(node - topo_.hosts) * leaves_ + di.leaf];
+  if (di.leaf_node == node) return nullptr;
+  return &fib_[static_cast<std::size_t>(node - topo_.hosts) * leaves_ + di.leaf];
+}
+
+std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
+                             std::uint32_t ev) const {
+  const std::uint32_t* fe = fib_entry(node, dst);
+  if (fe == nullptr)
+    return dst_[static_cast<std::size_t>(dst) * topo_.planes + sw_[node - topo_.hosts].plane].down_port;
+  const std::uint32_t gid = *fe;
   if (gid == kNone) return kNone;
   const Group& g = groups_[gid];
   if (g.count == 1) return group_ports_[g.start];
@@ -392,6 +411,21 @@ void Fabric::apply_fault(const LinkFault& f) {
 void Fabric::reconverge() {
   build_fib();
   ++stats_.reconvergences;
+  // Packets on the wire carry their next switch's choice: make it again with the new FIB.
+  for (Port& pt : ports_) {
+    if (pt.to_host) continue;
+    std::uint32_t prev = kNone;
+    for (std::uint32_t idx = pt.wire_head; idx != kNone; idx = pool_[idx].next) {
+      Packet& p = pool_[idx];
+      p.out = select(pt.to, p.src, p.dst, p.ev);
+      if (prev == kNone) {
+        pt.head_out = p.out;
+      } else {
+        pool_[prev].next_out = p.out;
+      }
+      prev = idx;
+    }
+  }
 }
 
 // The NIC sees its own link go down or up; an MRC endpoint moves its EVs off (or back onto) that
@@ -505,10 +539,7 @@ bool Fabric::step_ps(Time lim_ps) {
   if (events_.top().time > lim_ps) return false;
   const QueuedEvent e = events_.pop();
   now_ps_ = e.time;
-  if (!events_.empty()) {  // the next event's object is usually cold: start fetching it now
-    const QueuedEvent& n = events_.top();
-    if (n.kind == kArrive || n.kind == kPortFree) __builtin_prefetch(&ports_[n.index]);
-  }
+  if (!events_.empty()) prefetch_ahead();
   ++stats_.events;
   switch (e.kind) {
     case kArrive:
@@ -536,6 +567,31 @@ bool Fabric::step_ps(Time lim_ps) {
       assert(false);
   }
   return true;
+}
+
+// The objects of the next events are usually cold (last touched a link latency ago). In two stages:
+// the port of the event after next (its record is 3 lines); then, for the next event, whose port was
+// fetched one step ago, its packet and the port that packet will be queued at.
+void Fabric::prefetch_ahead() {
+  const QueuedEvent& n = events_.top();
+  if (n.kind == kArrive) {
+    const Port& pt = ports_[n.index];
+    __builtin_prefetch(&pool_[pt.wire_head]);
+    if (pt.to_host) {
+      if (!cfg_.carry_payload) __builtin_prefetch(&hdr_[pt.wire_head]);
+    } else if (pt.head_out != kNone) {
+      __builtin_prefetch(&ports_[pt.head_out]);
+    }
+  } else if (n.kind == kPortFree) {
+    const Port& pt = ports_[n.index];
+    const std::uint32_t head = pt.ctrl_head != kNone ? pt.ctrl_head : pt.data_head;
+    if (!pt.from_host && head != kNone) __builtin_prefetch(&pool_[head]);
+  }
+  if (const QueuedEvent* n2 = events_.peek(1);
+      n2 != nullptr && (n2->kind == kArrive || n2->kind == kPortFree)) {
+    const char* b = reinterpret_cast<const char*>(&ports_[n2->index]);
+    for (std::size_t off = 0; off < sizeof(Port); off += 64) __builtin_prefetch(b + off);
+  }
 }
 
 void Fabric::run_until(Time t) {
@@ -667,13 +723,16 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   // only the head has an event, so the event queue holds O(busy links), not O(packets in flight).
   p.arrive_ps = pt.busy_until + pt.latency_ps;
   p.next = kNone;
+  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
   if (pt.wire_tail == kNone) {
     pt.wire_head = idx;
+    pt.head_out = p.out;
     events_.push(p.arrive_ps, kArrive, port);
   } else {
     Packet& tail = pool_[pt.wire_tail];
     tail.next = idx;
     tail.next_arrive_ps = p.arrive_ps;
+    tail.next_out = p.out;
   }
   pt.wire_tail = idx;
 }
@@ -683,6 +742,7 @@ void Fabric::on_wire(std::uint32_t port) {
   const std::uint32_t idx = pt.wire_head;
   Packet& p = pool_[idx];
   pt.wire_head = p.next;
+  pt.head_out = p.next_out;
   if (pt.wire_head == kNone) {
     pt.wire_tail = kNone;
   } else {
@@ -804,11 +864,14 @@ void Fabric::on_arrive(std::uint32_t idx) {
     deliver(idx);
     return;
   }
-  const std::uint32_t out = select(node, p.src, p.dst, p.ev);
+  const std::uint32_t out = p.out;  // select(node, ...) as of the current FIB
   if (out == kNone) {
     drop(p.port, idx, FabricDrop::kNoRoute);
     return;
   }
+  // start_tx on `out` will look up the next switch's route: it is usually cold, fetch it now.
+  if (const Port& o = ports_[out]; !o.to_host)
+    if (const std::uint32_t* fe = fib_entry(o.to, p.dst)) __builtin_prefetch(fe);
   enqueue(out, idx);
 }
 

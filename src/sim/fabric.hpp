@@ -226,6 +226,9 @@ class Fabric {
   void index_leaves();
   void build_fib();
   std::uint32_t select(std::uint32_t sw_node, std::uint32_t src, std::uint32_t dst, std::uint32_t ev) const;
+  /// The FIB entry select() reads for (switch, destination host); nullptr if the switch is the
+  /// destination's leaf (it uses its port to the host).
+  const std::uint32_t* fib_entry(std::uint32_t sw_node, std::uint32_t dst) const;
   /// Calls f(nic) with the host's NIC of either kind.
   template <class F>
   decltype(auto) with_nic(Host& h, F&& f);
@@ -244,6 +247,7 @@ class Fabric {
   void pfc_dequeued(std::uint32_t in_port, std::uint32_t wire);
   void on_resume(std::uint32_t port);
   void on_timer_event(std::uint32_t host, std::uint64_t seq);
+  void prefetch_ahead();
   void reschedule_timer(std::uint32_t host);
   void deliver(std::uint32_t idx);
   void drop(std::uint32_t port, std::uint32_t idx, FabricDrop why);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <queue>
 #include <stdexcept>
@@ -321,7 +322,14 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
       }
       continue;
     }
-    if (!net.step(cfg.limit)) break;
+    // No start or sample before the limit: step until an event makes a dependent ready, ends the
+    // run or is due for a progress report (the checks above would change nothing before that).
+    const std::uint64_t report_at = cfg.progress ? next_progress : std::numeric_limits<std::uint64_t>::max();
+    bool stepped;
+    do {
+      stepped = net.step(cfg.limit);
+    } while (stepped && ready.empty() && remaining != 0 && net.stats().events < report_at);
+    if (!stepped) break;
   }
   if (cfg.progress)
     cfg.progress(net.now(), static_cast<std::uint32_t>(m.conns.size()) - remaining,

@@ -79,6 +79,88 @@ TEST(EventQueue, MatchesReferenceUnderRandomWorkload) {
   }
 }
 
+// The calendar's regions: slots of 2^8 units, times beyond the ring's reach (far heap), pushes into
+// the slot being run and into slots top() has already looked past, all against a sorted reference.
+TEST(EventQueue, CalendarMatchesReferenceAcrossRegions) {
+  for (const unsigned shift : {0u, 8u}) {
+    EventQueue q(shift);
+    std::vector<std::tuple<Time, std::uint64_t, std::uint32_t>> ref;
+    Rng rng(7 + shift);
+    Time now = 0;
+    std::uint32_t next_index = 0;
+    auto push = [&](Time t) {
+      const std::uint32_t idx = next_index++;
+      ref.emplace_back(t, q.push(t, 0, idx), idx);
+      std::push_heap(ref.begin(), ref.end(), std::greater<>());
+    };
+    for (int op = 0; op < 200000; ++op) {
+      const std::uint32_t r = rng.below(100);
+      if (ref.empty() || r < 50) {
+        // Mostly near (within a few slots), some across the ring, some far beyond it, some at now.
+        const std::uint32_t kind = rng.below(10);
+        const Time span = kind < 6 ? 4096 : kind < 8 ? (Time{1} << (shift + 15)) : (Time{1} << (shift + 20));
+        push(kind == 9 ? now : now + rng.below(static_cast<std::uint32_t>(span)));
+      } else if (r < 55) {
+        // Look ahead, then schedule between now and the event top() found (an earlier slot).
+        const Time ahead = q.top().time;
+        ASSERT_EQ(ahead, std::get<0>(ref.front()));
+        push(now + (ahead - now) / 2);
+      } else {
+        std::pop_heap(ref.begin(), ref.end(), std::greater<>());
+        const auto expect = ref.back();
+        ref.pop_back();
+        if (const QueuedEvent* pk = q.peek(0)) {
+          EXPECT_EQ(pk->seq, std::get<1>(expect));
+        }
+        const QueuedEvent e = q.pop();
+        ASSERT_EQ(e.time, std::get<0>(expect));
+        ASSERT_EQ(e.seq, std::get<1>(expect));
+        ASSERT_EQ(e.index, std::get<2>(expect));
+        now = e.time;
+      }
+      ASSERT_EQ(q.size(), ref.size());
+      ASSERT_EQ(q.empty(), ref.empty());
+    }
+  }
+}
+
+// peek(i) shows the next events of the loaded run in pop order, and nothing past it.
+TEST(EventQueue, PeekFollowsPopOrder) {
+  EventQueue q(4);
+  for (std::uint32_t i = 0; i < 64; ++i) q.push(1000 + (i * 37) % 50, 0, i);
+  q.push(1u << 30, 0, 99);  // beyond the ring
+  std::vector<std::uint32_t> peeked;
+  EXPECT_EQ(q.peek(0), nullptr);  // nothing is loaded before the first top() or pop()
+  EXPECT_EQ(q.top().index, 0u);   // time 1000, pushed before index 50 (also 1000)
+  for (std::size_t i = 0; const QueuedEvent* e = q.peek(i); ++i) peeked.push_back(e->index);
+  ASSERT_FALSE(peeked.empty());
+  for (const std::uint32_t idx : peeked) EXPECT_EQ(q.pop().index, idx);
+  std::size_t popped = peeked.size();
+  Time last = 0;
+  while (q.size() > 1) {
+    const QueuedEvent e = q.pop();
+    EXPECT_GE(e.time, last);
+    last = e.time;
+    ++popped;
+  }
+  EXPECT_EQ(popped, 64u);
+  EXPECT_EQ(q.pop().index, 99u);  // the far one comes last
+}
+
+TEST(EventQueue, ClearEmptiesEveryRegion) {
+  EventQueue q(8);
+  q.push(10, 0, 0);
+  q.push(10'000, 0, 1);
+  q.push(Time{1} << 40, 0, 2);
+  EXPECT_EQ(q.top().index, 0u);
+  q.clear();
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.size(), 0u);
+  q.push(5, 0, 7);
+  EXPECT_EQ(q.pop().index, 7u);
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(EventQueue, EntriesAreSmallPods) {
   static_assert(std::is_trivially_copyable_v<QueuedEvent>);
   EXPECT_LE(sizeof(QueuedEvent), 24u);
