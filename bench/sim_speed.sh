@@ -58,6 +58,10 @@ if [ -z "$HTSIM" ]; then
   HTSIM=$WORK/hb/datacenter/htsim_uec
 fi
 [ -x "$HTSIM" ] || { echo "sim_speed.sh: no htsim_uec at $HTSIM" >&2; exit 2; }
+[ -x "$MRC" ] || { echo "sim_speed.sh: no mrc at $MRC" >&2; exit 2; }
+# Both run from $WORK: relative paths given on the command line must not break.
+HTSIM=$(realpath "$HTSIM")
+MRC=$(realpath "$MRC")
 
 # One timed run: name, command... -> "wall cpu rss_kb" on stdout, program output in $WORK/<name>.out
 timed() {
