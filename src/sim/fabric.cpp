@@ -15,7 +15,8 @@ namespace mrc::sim {
 
 namespace {
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-constexpr std::uint32_t kInlineBytes = wire::kMaxHeaderSize + 8;  // header + trailer (pad + ICRC)
+constexpr std::uint32_t kInlineBytes =
+    wire::kMaxHeaderSize + sizeof(engine::TxPacket::trailer);  // header + trailer (pad + ICRC or MAC)
 constexpr std::uint32_t kMinBuffer = 4096 + 128;
 // Event queue slots of 256 ps: a busy fabric has a few events per slot, and the ring (2^14 slots,
 // 4.2 us) reaches past a packet's arrival at the far end of a link (serialisation + latency).
@@ -376,7 +377,9 @@ void Fabric::apply_fault(const LinkFault& f) {
   if (f.link >= topo_.links.size()) throw std::invalid_argument("fabric: fault link out of range");
   const bool was_up = ports_[2 * f.link].up;
   for (std::uint32_t dir = 0; dir < 2; ++dir) {
-    if ((f.dir == LinkDir::kAtoB && dir == 1) || (f.dir == LinkDir::kBtoA && dir == 0)) continue;
+    // A link goes down or up as a whole; only rate and loss may change in one direction.
+    const bool one_way = f.kind == LinkFaultKind::kRate || f.kind == LinkFaultKind::kLoss;
+    if (one_way && ((f.dir == LinkDir::kAtoB && dir == 1) || (f.dir == LinkDir::kBtoA && dir == 0))) continue;
     const std::uint32_t port = 2 * f.link + dir;
     Port& pt = ports_[port];
     switch (f.kind) {
@@ -624,8 +627,8 @@ void Fabric::service(std::uint32_t host) {
     if (free_ports == 0) break;
     if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
     if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= topo_.hosts ||
-        tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize || tx.trailer_len > 8 ||
-        (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
+        tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize ||
+        tx.trailer_len > sizeof(tx.trailer) || (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
       ++stats_.bad_tx;
       continue;
     }
