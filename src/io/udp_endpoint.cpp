@@ -403,7 +403,7 @@ bool UdpEndpoint::open_link_watch(std::string& err) {
   return true;
 }
 
-void UdpEndpoint::request_link(int ifindex) {
+bool request_link_state(int fd, int ifindex) {
   struct {
     nlmsghdr h;
     ifinfomsg ifi;
@@ -415,8 +415,13 @@ void UdpEndpoint::request_link(int ifindex) {
   req.ifi.ifi_index = ifindex;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
+  return ::sendto(fd, &req, sizeof req, 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel) ==
+         static_cast<ssize_t>(sizeof req);
+}
+
+void UdpEndpoint::request_link(int ifindex) {
   // The kernel answers inside this call: the RTM_NEWLINK is queued on nlfd_ when it returns.
-  (void)::sendto(nlfd_, &req, sizeof req, 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel);
+  (void)request_link_state(nlfd_, ifindex);
 }
 
 void UdpEndpoint::read_links(Time now_ns) {
@@ -650,16 +655,16 @@ void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
   s.iov[3] = iovec{s.pkt.trailer, s.pkt.trailer_len};
   s.iov_first = 1;
   s.iov_count = s.pkt.trailer_len ? 3 : 2;
-  IpAddr to = peer.addrs[plane];
-  if (cfg_.ev_mode == EvMode::kSrv6) {
-    build_srv6(s, plane, peer, sport);
-    std::memcpy(to.bytes.data(), &s.dst.sin6_addr, 16);  // the capture shows the carrier
-  }
-  if (pcap_ != nullptr)
+  if (cfg_.ev_mode == EvMode::kSrv6) build_srv6(s, plane, peer, sport);
+  if (pcap_ != nullptr) {
+    IpAddr to = peer.addrs[plane];
+    if (cfg_.ev_mode == EvMode::kSrv6)
+      std::memcpy(to.bytes.data(), &s.dst.sin6_addr, 16);  // the capture shows the carrier
     capture(p.addr, sport, to, ntohs(peer.dst[plane].sin6_port),
             cfg_.ev_mode == EvMode::kStev ? flow_label_of(pkt.ev.value) : 0,
             (cfg_.dscp << 2) | (cfg_.ect ? 2 : 0), {s.pkt.header, s.pkt.header_len},
             {s.pkt.payload, s.pkt.payload_len}, {s.pkt.trailer, s.pkt.trailer_len});
+  }
   if (++p.count == cfg_.tx_batch) free_mask_ &= ~(1u << plane);
 }
 
@@ -709,8 +714,7 @@ std::uint32_t UdpEndpoint::gather(Plane& p, std::uint32_t first, std::int32_t so
     // Join the open message when the kernel cuts it back into the same datagrams: one destination
     // (with its flow label), every segment but the last exactly the first one's size.
     if (!closed && size <= seg && p.tx_segments[k - 1] < cfg_.gso_burst && bytes + size <= kMaxGsoBytes &&
-        s.dst_len == head->dst_len && std::memcmp(&s.dst, &head->dst, s.dst_len) == 0 &&
-        s.dst.sin6_flowinfo == head->dst.sin6_flowinfo) {
+        s.dst_len == head->dst_len && std::memcmp(&s.dst, &head->dst, s.dst_len) == 0) {
       msghdr& h = p.tx_mm[k - 1].msg_hdr;
       if (p.tx_segments[k - 1] == 1) {  // becomes a GSO message: its iovecs move to gso_iov
         std::copy_n(h.msg_iov, h.msg_iovlen, p.gso_iov.data() + iov_used);
@@ -923,7 +927,10 @@ std::size_t UdpEndpoint::receive_plane(std::uint32_t plane, Time now) {
 
 std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
   std::unique_lock<std::mutex> direct(direct_mu_, std::defer_lock);
-  if (!threaded) direct.lock();  // released before sleeping
+  if (!threaded) {
+    direct.lock();                   // released before sleeping
+    if (threaded_.load()) return 0;  // start() ran since progress() looked
+  }
   std::size_t work = 0;
   Time t = now();
   if (threaded) {
@@ -973,6 +980,7 @@ std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
     timespec ts{static_cast<time_t>(wait / 1'000'000'000ull), static_cast<long>(wait % 1'000'000'000ull)};
     epoll_event evs[8];
     const int n = ::epoll_pwait2(epfd_, evs, 8, &ts, nullptr);
+    if (!threaded) direct.lock();  // a link change reaches the engine
     for (int i = 0; i < n; ++i) {
       if (evs[i].data.u32 == kEventFdTag) {
         std::uint64_t v = 0;
@@ -1057,7 +1065,8 @@ int UdpEndpoint::post_send(std::uint32_t qpn, const engine::SendWr& wr) {
   c.wr = wr;
   if (!threaded_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lk(direct_mu_);
-    return apply_cmd(c, now());
+    if (!threaded_.load(std::memory_order_relaxed))
+      return apply_cmd(c, now());  // start() flips it under the lock
   }
   if (!cmds_.push(c)) return EAGAIN;
   wake();
@@ -1071,7 +1080,8 @@ int UdpEndpoint::post_recv(std::uint32_t qpn, std::uint64_t wr_id) {
   c.wr.wr_id = wr_id;
   if (!threaded_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lk(direct_mu_);
-    return apply_cmd(c, now());
+    if (!threaded_.load(std::memory_order_relaxed))
+      return apply_cmd(c, now());  // start() flips it under the lock
   }
   if (!cmds_.push(c)) return EAGAIN;
   wake();
@@ -1082,14 +1092,14 @@ bool UdpEndpoint::poll_completion(engine::Completion& out) {
   if (completions_.pop(out)) return true;
   if (threaded_.load(std::memory_order_relaxed)) return false;
   std::lock_guard<std::mutex> lk(direct_mu_);
-  return ep_->poll_completion(out);
+  return !threaded_.load(std::memory_order_relaxed) && ep_->poll_completion(out);
 }
 
 bool UdpEndpoint::poll_event(engine::Event& out) {
   if (events_.pop(out)) return true;
   if (threaded_.load(std::memory_order_relaxed)) return false;
   std::lock_guard<std::mutex> lk(direct_mu_);
-  return ep_->poll_event(out);
+  return !threaded_.load(std::memory_order_relaxed) && ep_->poll_event(out);
 }
 
 void UdpEndpoint::execute(const std::function<void(engine::Endpoint&)>& fn) {

@@ -112,6 +112,10 @@ struct LinkState {
 /// malformed message ends the parse (what came before it is kept).
 std::vector<LinkState> parse_link_messages(std::span<const std::uint8_t> bytes);
 
+/// Asks the kernel, on rtnetlink socket `fd`, for interface `ifindex`'s link state (RTM_GETLINK);
+/// the answer is queued on `fd` before this returns. False if the request could not be sent.
+bool request_link_state(int fd, int ifindex);
+
 struct UdpConfig {
   std::vector<IpAddr> planes;  ///< local address of each plane (all the same family)
   EvMode ev_mode = EvMode::kUdp;

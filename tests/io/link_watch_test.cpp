@@ -92,18 +92,7 @@ TEST(LinkWatch, ParsesTheKernelsAnswerForLoopback) {
   ASSERT_NE(lo, 0);
   const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   ASSERT_GE(fd, 0);
-  struct {
-    nlmsghdr h;
-    ifinfomsg ifi;
-  } req{};
-  req.h.nlmsg_len = sizeof req;
-  req.h.nlmsg_type = RTM_GETLINK;
-  req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.ifi.ifi_index = lo;
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  ASSERT_EQ(::sendto(fd, &req, sizeof req, 0, reinterpret_cast<const sockaddr*>(&kernel), sizeof kernel),
-            static_cast<ssize_t>(sizeof req));
+  ASSERT_TRUE(io::request_link_state(fd, lo));
   std::vector<std::uint8_t> buf(32768);
   const ssize_t r = ::recv(fd, buf.data(), buf.size(), 0);
   ::close(fd);
