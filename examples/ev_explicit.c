@@ -9,14 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(what, call)                                                             \
-  do {                                                                                \
-    int rc_ = (call);                                                                 \
-    if (rc_ != 0) {                                                                   \
-      fprintf(stderr, "%s: %s (%s)\n", what, strerror(rc_), mrc_ctl_last_error(ctl)); \
-      return 1;                                                                       \
-    }                                                                                 \
-  } while (0)
+#include "ctl_example.h"
 
 enum { kCount = 8 };
 
@@ -111,17 +104,5 @@ static int run(struct mrc_ctl_context* ctl) {
 
 int main(int argc, char** argv) {
   const char* planes[2] = {argc > 2 ? argv[1] : "127.0.91.1", argc > 2 ? argv[2] : "127.1.91.1"};
-  struct mrc_ctl_local_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.planes = planes;
-  attr.num_planes = 2;
-  struct mrc_ctl_context* ctl = mrc_ctl_open_local(&attr);
-  if (ctl == NULL) {
-    fprintf(stderr, "mrc_ctl_open_local: %s\n", strerror(errno));
-    return 1;
-  }
-  const int rc = run(ctl);
-  mrc_ctl_close(ctl);
-  printf("%s\n", rc == 0 ? "ok" : "FAILED");
-  return rc;
+  return run_on_local_endpoint(planes, 2, run);
 }

@@ -65,6 +65,13 @@ void EvManager::good_remove(std::uint16_t slot) {
   if (g.empty()) good_mask_ &= ~(1u << s.ev.port);
 }
 
+std::uint16_t EvManager::next_good(std::uint32_t eligible) {
+  std::uint32_t p = rr_port_ % num_ports_;
+  while (!((eligible >> p) & 1u)) p = (p + 1) % num_ports_;
+  rr_port_ = p + 1;
+  return random_good(static_cast<std::uint8_t>(p));
+}
+
 std::uint16_t EvManager::pick(std::uint32_t ports) {
   const std::uint32_t eligible = ports & usable_ports_ & good_mask_;
   if (eligible == 0) return kNone;
@@ -76,17 +83,9 @@ std::uint16_t EvManager::pick(std::uint32_t ports) {
       return burst_slot_;
     }
   }
-  for (std::uint32_t i = 0; i < num_ports_; ++i) {
-    const std::uint32_t p = (rr_port_ + i) % num_ports_;
-    if ((eligible >> p) & 1u) {
-      rr_port_ = p + 1;
-      const auto& g = good_[p];
-      burst_slot_ = g[rng_.below(static_cast<std::uint32_t>(g.size()))];
-      burst_left_ = params_.burst > 1 ? params_.burst - 1 : 0;
-      return burst_slot_;
-    }
-  }
-  return kNone;
+  burst_slot_ = next_good(eligible);
+  burst_left_ = params_.burst > 1 ? params_.burst - 1 : 0;
+  return burst_slot_;
 }
 
 std::uint16_t EvManager::pick_proven(std::uint32_t ports, Time since) {
@@ -98,11 +97,7 @@ std::uint16_t EvManager::pick_proven(std::uint32_t ports, Time since) {
   if (eligible == 0) return kNone;
   std::uint16_t best = kNone;
   for (int i = 0; i < kTries; ++i) {
-    std::uint32_t p = rr_port_ % num_ports_;
-    while (!((eligible >> p) & 1u)) p = (p + 1) % num_ports_;
-    rr_port_ = p + 1;
-    const auto& g = good_[p];
-    const std::uint16_t slot = g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+    const std::uint16_t slot = next_good(eligible);
     if (slots_[slot].delivered_sent > since) return slot;
     if (best == kNone || slots_[slot].delivered_sent > slots_[best].delivered_sent) best = slot;
   }
@@ -110,8 +105,7 @@ std::uint16_t EvManager::pick_proven(std::uint32_t ports, Time since) {
 }
 
 std::uint16_t EvManager::pick_on_port(std::uint8_t port) {
-  if (port < num_ports_ && !good_[port].empty())
-    return good_[port][rng_.below(static_cast<std::uint32_t>(good_[port].size()))];
+  if (port < num_ports_ && !good_[port].empty()) return random_good(port);
   // No GOOD EV on that plane: any active EV of a usable port, starting with `port`.
   std::uint16_t fallback = kNone;
   for (std::size_t i = 0; i < slots_.size(); ++i) {

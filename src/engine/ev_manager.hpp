@@ -125,6 +125,13 @@ class EvManager {
   void good_add(std::uint16_t slot);
   void good_remove(std::uint16_t slot);
   void promote_backup(std::uint8_t port, Time now);
+  /// A uniformly random GOOD active EV of `port` (which has one).
+  std::uint16_t random_good(std::uint8_t port) {
+    const auto& g = good_[port];
+    return g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+  }
+  /// Round robin: the next port in `eligible` (non-empty, ports with GOOD EVs), a random EV of it.
+  std::uint16_t next_good(std::uint32_t eligible);
   void place_good(std::uint16_t slot);
   void refresh_next_probe();
   Duration probe_backoff(const Slot& s) const { return params_.probe_interval << s.probe_fails; }

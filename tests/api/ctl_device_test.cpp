@@ -15,14 +15,20 @@
 namespace mrc::ctltest {
 namespace {
 
-TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
-  const std::string path = "/tmp/mrc-ctl-dev-" + std::to_string(::getpid());
+/// A 2-plane device on 127.<net>.{1,2}.1 serving the controller API on `path`.
+mrc_device* open_ctl_device(const std::string& path, int net) {
+  const std::string a = "127." + std::to_string(net) + ".1.1", b = "127." + std::to_string(net) + ".2.1";
   mrc_device_config cfg{};
   cfg.num_planes = 2;
-  cfg.plane_addr[0] = "127.76.1.1";
-  cfg.plane_addr[1] = "127.76.2.1";
+  cfg.plane_addr[0] = a.c_str();
+  cfg.plane_addr[1] = b.c_str();
   cfg.ctl_socket = path.c_str();
-  mrc_device* dev = mrc_open_device(&cfg);
+  return mrc_open_device(&cfg);
+}
+
+TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
+  const std::string path = "/tmp/mrc-ctl-dev-" + std::to_string(::getpid());
+  mrc_device* dev = open_ctl_device(path, 76);
   ASSERT_NE(dev, nullptr) << std::strerror(errno);
   mrc_ctl_context* c = mrc_ctl_open(path.c_str());
   ASSERT_NE(c, nullptr) << std::strerror(errno);
@@ -102,12 +108,7 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
 // port's admin state and reads counters while the application registers memory and progresses.
 TEST(CtlDevice, ControllerSocketAndApplicationDrivenProgressTakeTurnsInTheEngine) {
   const std::string path = "/tmp/mrc-ctl-app-" + std::to_string(::getpid());
-  mrc_device_config cfg{};
-  cfg.num_planes = 2;
-  cfg.plane_addr[0] = "127.77.1.1";
-  cfg.plane_addr[1] = "127.77.2.1";
-  cfg.ctl_socket = path.c_str();
-  mrc_device* dev = mrc_open_device(&cfg);
+  mrc_device* dev = open_ctl_device(path, 77);
   ASSERT_NE(dev, nullptr) << std::strerror(errno);
   mrc_context_attr ca{};
   ca.flags = MRC_CONTEXT_APP_PROGRESS;

@@ -20,18 +20,8 @@ constexpr std::size_t kMaxSpins = 20'000'000;  // progress rounds: a hang fails 
 /// A WRITE_ONLY of 0xEE bytes at the start of b's region with the first PSN b expects, from a's
 /// plane-1 address; `tag_key` = the MAC key to tag it with (nullptr: the ICRC, as a plain sender).
 std::size_t spoof(IoPair& p, const engine::MacKey* tag_key) {
-  wire::Packet pk;
-  pk.bth.opcode = wire::Opcode::kWriteOnly;
-  pk.bth.dest_qp = p.qb;
-  pk.bth.psn = 0x123456;
-  pk.reth.va = reinterpret_cast<std::uintptr_t>(p.dst.data());
-  pk.reth.rkey = p.mrb->rkey;
-  std::vector<std::uint8_t> payload(1024, 0xEE);
-  pk.reth.dma_len = static_cast<std::uint32_t>(payload.size());
-  pk.payload = payload;
-  std::vector<std::uint8_t> buf(2048);
-  std::size_t n = wire::encode(pk, buf);
-  EXPECT_GT(n, 0u);
+  std::vector<std::uint8_t> buf = p.forged_write(1024);
+  std::size_t n = buf.size();
   if (tag_key != nullptr) {
     n -= wire::kIcrcSize;
     const std::uint64_t tag = engine::siphash24(*tag_key, std::span(buf).first(n));

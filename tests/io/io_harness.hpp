@@ -13,6 +13,7 @@
 #include "engine/ev_sets.hpp"
 #include "engine/qp.hpp"
 #include "io/udp_endpoint.hpp"
+#include "wire/packet.hpp"
 
 namespace mrc::iotest {
 
@@ -86,6 +87,24 @@ struct IoPair {
     EXPECT_EQ(a->engine().connect_qp(qa, ra, t), 0);
     EXPECT_EQ(b->engine().connect_qp(qb, rb, t), 0);
     return mra && mrb && qa && qb && peer_a && peer_b;
+  }
+
+  /// A WRITE_ONLY of `len` 0xEE bytes to the start of b's region with the PSN b expects first and
+  /// b's rkey, encoded with its ICRC: what a forger or a stray sender puts on the wire.
+  std::vector<std::uint8_t> forged_write(std::uint32_t len) const {
+    wire::Packet pk;
+    pk.bth.opcode = wire::Opcode::kWriteOnly;
+    pk.bth.dest_qp = qb;
+    pk.bth.psn = 0x123456;
+    pk.reth.va = reinterpret_cast<std::uintptr_t>(dst.data());
+    pk.reth.rkey = mrb->rkey;
+    const std::vector<std::uint8_t> payload(len, 0xEE);
+    pk.reth.dma_len = len;
+    pk.payload = payload;
+    std::vector<std::uint8_t> buf(len + 256);
+    buf.resize(wire::encode(pk, buf));
+    EXPECT_FALSE(buf.empty());
+    return buf;
   }
 
   engine::SendWr wr(std::uint64_t id, std::size_t off, std::uint32_t len, bool imm = false) const {

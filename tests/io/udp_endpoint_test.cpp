@@ -197,17 +197,8 @@ TEST(UdpEndpoint, UnknownSourceIsDroppedAndNeverWritesMemory) {
   ASSERT_TRUE(p.open(kPlanes, 1 << 16, 44));
   // A well-formed WRITE to b's QP with the right rkey and the expected PSN, from an address that
   // is not a's address on plane 0 (127.44.1.9 instead of .1).
-  wire::Packet pk;
-  pk.bth.opcode = wire::Opcode::kWriteOnly;
-  pk.bth.dest_qp = p.qb;
-  pk.bth.psn = 0x123456;
-  pk.reth.va = reinterpret_cast<std::uintptr_t>(p.dst.data());
-  pk.reth.rkey = p.mrb->rkey;
-  std::vector<std::uint8_t> payload(1024, 0xEE);
-  pk.reth.dma_len = static_cast<std::uint32_t>(payload.size());
-  pk.payload = payload;
-  std::vector<std::uint8_t> buf(4096);
-  const std::size_t len = wire::encode(pk, buf);
+  const std::vector<std::uint8_t> buf = p.forged_write(1024);
+  const std::size_t len = buf.size();
   ASSERT_GT(len, 0u);
 
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
@@ -238,17 +229,8 @@ TEST(UdpEndpoint, DscpAndEcnFromTheIpHeaderReachTheEngine) {
   ASSERT_TRUE(p.open(kPlanes, 1 << 16, 47));
   // A trimmed WRITE header (DSCP "trimmed" + ECN CE) from a's plane-2 address, as a trimming
   // switch would deliver it.
-  wire::Packet pk;
-  pk.bth.opcode = wire::Opcode::kWriteOnly;
-  pk.bth.dest_qp = p.qb;
-  pk.bth.psn = 0x123456;
-  pk.reth.va = reinterpret_cast<std::uintptr_t>(p.dst.data());
-  pk.reth.rkey = p.mrb->rkey;
-  std::vector<std::uint8_t> payload(2048, 0xEE);
-  pk.reth.dma_len = static_cast<std::uint32_t>(payload.size());
-  pk.payload = payload;
-  std::vector<std::uint8_t> buf(4096);
-  ASSERT_GT(wire::encode(pk, buf), 0u);
+  const std::vector<std::uint8_t> buf = p.forged_write(2048);
+  ASSERT_FALSE(buf.empty());
   const std::size_t hl = wire::header_size(wire::Opcode::kWriteOnly, false);
 
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
@@ -296,7 +278,7 @@ TEST(UdpEndpoint, RejectsBadConfig) {
   // Second endpoint on the same addresses: the receive port is taken.
   EXPECT_EQ(io::UdpEndpoint::create(c, err), nullptr);
   EXPECT_NE(err.find("bind"), std::string::npos);
-  // GSO bursts are 2..64 packets, and not available on SRv6's raw sockets.
+  // GSO bursts are 2..64 packets.
   io::UdpConfig g = c;
   g.planes = plane_addrs("127.45.", 2, 3);
   g.gso_burst = 1;

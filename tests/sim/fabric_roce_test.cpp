@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "fat_tree.hpp"
 #include "sim/fabric.hpp"
 #include "sim/roce.hpp"
 #include "sim/topology.hpp"
@@ -14,11 +15,7 @@
 namespace mrc::sim {
 namespace {
 
-Topology fat4() {
-  FatTreeConfig c;
-  c.k = 4;
-  return make_fat_tree(c);
-}
+using test::fat4;
 
 /// A fabric whose hosts are all RoCE NICs; write() posts one RDMA WRITE on a fresh QP pair.
 struct RoceRig {

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "fat_tree.hpp"
 #include "sim/cm.hpp"
 #include "sim/fabric.hpp"
 #include "sim/run.hpp"
@@ -12,11 +13,7 @@
 namespace mrc::sim {
 namespace {
 
-Topology fat4() {
-  FatTreeConfig c;
-  c.k = 4;
-  return make_fat_tree(c);
-}
+using test::fat4;
 
 ConnMatrix one_flow(std::uint32_t src, std::uint32_t dst, std::uint64_t bytes) {
   ConnMatrix m;
