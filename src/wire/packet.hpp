@@ -254,4 +254,8 @@ std::uint32_t icrc_with_prefix(std::span<const std::uint8_t> masked_ip_udp,
 /// Plain CRC-32 (IEEE, reflected, init/xorout 0xFFFFFFFF) continuation, exposed for tests.
 std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> data);
 
+/// The same with the portable table code only (what crc32_update uses on CPUs without carry-less
+/// multiply and for short inputs), for tests and the benchmark baseline.
+std::uint32_t crc32_update_table(std::uint32_t crc, std::span<const std::uint8_t> data);
+
 }  // namespace mrc::wire

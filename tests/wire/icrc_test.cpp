@@ -66,6 +66,30 @@ TEST(Crc32, ContinuationAndAgreementWithBitwise) {
   }
 }
 
+// Long inputs take the carry-less-multiply path where the CPU has one: every length class around the
+// 64-byte lane stride and 16-byte blocks, random alignment, starting CRC and split point, against
+// both the bitwise definition and the table code.
+TEST(Crc32, LongInputsAgreeWithBitwiseAndTables) {
+  Rng r(7);
+  std::vector<std::uint8_t> buf(9000 + 16);
+  for (auto& b : buf) b = static_cast<std::uint8_t>(r.next());
+  std::vector<std::size_t> lens;
+  for (std::size_t len = 60; len <= 200; ++len) lens.push_back(len);
+  for (std::size_t len : {1023u, 1024u, 1025u, 4096u, 4097u, 4111u, 4160u, 8191u, 9000u}) lens.push_back(len);
+  for (int i = 0; i < 40; ++i) lens.push_back(64 + r.below(8900));
+  for (std::size_t len : lens) {
+    const std::size_t off = r.below(16);
+    const std::span<const std::uint8_t> d(buf.data() + off, len);
+    const std::uint32_t whole = crc32_update(0, d);
+    ASSERT_EQ(whole, crc32_bitwise(d)) << len << " at +" << off;
+    ASSERT_EQ(crc32_update_table(0, d), whole) << len;
+    const auto seed = static_cast<std::uint32_t>(r.next());
+    ASSERT_EQ(crc32_update(seed, d), crc32_update_table(seed, d)) << len << " from " << seed;
+    const std::size_t cut = r.below(static_cast<std::uint32_t>(len + 1));
+    ASSERT_EQ(crc32_update(crc32_update(0, d.first(cut)), d.subspan(cut)), whole) << len << " cut " << cut;
+  }
+}
+
 TEST(Crc32, UnalignedInput) {
   std::array<std::uint8_t, 64> buf{};
   for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::uint8_t>(i * 7 + 1);
