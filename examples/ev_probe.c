@@ -30,11 +30,15 @@ int main(int argc, char** argv) {
   struct mrc_ctl_context* b = mrc_ctl_open_local(&attr);
   if (a == NULL || b == NULL) {
     fprintf(stderr, "mrc_ctl_open_local: %s\n", strerror(errno));
+    if (a != NULL) mrc_ctl_close(a); /* each opened context is closed, even on the way out */
+    if (b != NULL) mrc_ctl_close(b);
     return 1;
   }
   struct mrc_ctl_device_attr dev;
   if (mrc_ctl_query_device(a, &dev) != 0 || !(dev.opt_attr & MRC_CTL_OPT_CAP_EP_OP_EV_PROBE)) {
     fprintf(stderr, "no EV probes here\n");
+    mrc_ctl_close(b);
+    mrc_ctl_close(a);
     return 1;
   }
 
