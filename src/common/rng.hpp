@@ -4,6 +4,13 @@
 
 namespace mrc {
 
+/// splitmix64's finaliser: a bijective 64-bit mix, for hashing and deterministic patterns.
+constexpr std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 class Rng {
  public:
   explicit Rng(std::uint64_t seed = 1) { reseed(seed); }
@@ -36,12 +43,7 @@ class Rng {
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static std::uint64_t splitmix(std::uint64_t& x) {
-    std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  static std::uint64_t splitmix(std::uint64_t& x) { return mix64(x += 0x9e3779b97f4a7c15ULL); }
   std::uint64_t s_[4];
 };
 

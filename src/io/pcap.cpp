@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -110,24 +111,48 @@ std::string IpAddress::to_string() const {
 // ---------------------------------------------------------------------------------------------------------
 // InetChecksum
 
+namespace {
+
+std::uint64_t fold16(std::uint64_t s) {
+  while ((s >> 16) != 0) s = (s & 0xFFFF) + (s >> 16);
+  return s;
+}
+
+std::uint64_t swap16(std::uint64_t s) {
+  return ((s & 0xFF) << 8) | (s >> 8);
+}
+
+/// Ones' complement sum of `p` read as big-endian 16-bit words (an odd last byte padded with
+/// zero), folded to 16 bits. The bulk adds native 32-bit words: the sum is byte-order independent
+/// up to a final swap (RFC 1071 §2).
+std::uint64_t sum_be16(const std::uint8_t* p, std::size_t n) {
+  std::uint64_t s = 0;
+  for (; n >= 4; n -= 4, p += 4) {
+    std::uint32_t w;
+    std::memcpy(&w, p, 4);
+    s += w;
+  }
+  s = fold16(s);
+  if constexpr (std::endian::native == std::endian::little) s = swap16(s);
+  if (n >= 2) {
+    s += (std::uint64_t{p[0]} << 8) | p[1];
+    p += 2;
+    n -= 2;
+  }
+  if (n == 1) s += std::uint64_t{p[0]} << 8;
+  return fold16(s);
+}
+
+}  // namespace
+
 void InetChecksum::add(std::span<const std::uint8_t> data) {
-  std::size_t i = 0;
-  if (odd && !data.empty()) {  // complete the word whose high byte came from the previous piece
-    sum += data[0];
-    i = 1;
-    odd = false;
-  }
-  for (; i + 1 < data.size(); i += 2) sum += static_cast<std::uint32_t>(data[i] << 8 | data[i + 1]);
-  if (i < data.size()) {
-    sum += static_cast<std::uint32_t>(data[i]) << 8;
-    odd = true;
-  }
+  const std::uint64_t s = sum_be16(data.data(), data.size());
+  sum += odd ? swap16(s) : s;  // a piece starting mid-word adds its sum byte-swapped
+  odd ^= (data.size() & 1) != 0;
 }
 
 std::uint16_t InetChecksum::finish() const {
-  std::uint64_t s = sum;
-  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-  return static_cast<std::uint16_t>(~s & 0xFFFF);
+  return static_cast<std::uint16_t>(~fold16(sum) & 0xFFFF);
 }
 
 // ---------------------------------------------------------------------------------------------------------

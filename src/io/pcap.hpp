@@ -106,7 +106,8 @@ class PcapWriter {
   std::array<std::uint8_t, 16 + kEthHeader + kIpv6Header + kUdpHeader> prefix_{};
 };
 
-/// Internet checksum helpers (RFC 1071), exposed for tests. `sum` accumulates 16-bit big-endian words;
+/// Internet checksum (RFC 1071) over pieces of any length, for the capture's IP/UDP headers and the
+/// UDP checksum of SRv6 raw sends (udp6_checksum). `sum` accumulates 16-bit big-endian words;
 /// `odd` tracks whether an odd number of bytes has been added so far (pieces may split a word).
 struct InetChecksum {
   std::uint64_t sum = 0;

@@ -73,35 +73,11 @@ std::string errno_text(const char* what, const IpAddr& a, std::uint16_t port) {
   return std::string(what) + " " + a.str() + ":" + std::to_string(port) + ": " + std::strerror(errno);
 }
 
-std::uint64_t fold16(std::uint64_t s) {
-  while ((s >> 16) != 0) s = (s & 0xFFFF) + (s >> 16);
-  return s;
-}
+constexpr std::size_t kIp6Udp = 48;  // IPv6 (40) + UDP (8) header built for SRv6 raw sends
+constexpr std::uint8_t kHopLimit = 64;
 
-/// Ones' complement sum of `p` read as big-endian 16-bit words (an odd last byte padded with
-/// zero), folded to 16 bits. The bulk adds native 32-bit words: the sum is byte-order independent
-/// up to a final swap (RFC 1071 §2).
-std::uint64_t sum_be16(const std::uint8_t* p, std::size_t n) {
-  std::uint64_t s = 0;
-  for (; n >= 4; n -= 4, p += 4) {
-    std::uint32_t w;
-    std::memcpy(&w, p, 4);
-    s += w;
-  }
-  s = fold16(s);
-  if constexpr (std::endian::native == std::endian::little) s = ((s & 0xFF) << 8) | (s >> 8);
-  if (n >= 2) {
-    s += (std::uint64_t{p[0]} << 8) | p[1];
-    p += 2;
-    n -= 2;
-  }
-  if (n == 1) s += std::uint64_t{p[0]} << 8;
-  return fold16(s);
-}
+}  // namespace
 
-/// The interface holding `a`: the one with exactly that address, else the one whose subnet holds
-/// it with the longest prefix (a bound address need not be listed, e.g. 127.0.0.2 on lo's
-/// 127.0.0.0/8). 0 if none.
 int interface_of(const IpAddr& a) {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return 0;
@@ -132,11 +108,6 @@ int interface_of(const IpAddr& a) {
   ::freeifaddrs(list);
   return best;
 }
-
-constexpr std::size_t kIp6Udp = 48;  // IPv6 (40) + UDP (8) header built for SRv6 raw sends
-constexpr std::uint8_t kHopLimit = 64;
-
-}  // namespace
 
 std::vector<LinkState> parse_link_messages(std::span<const std::uint8_t> bytes) {
   std::vector<LinkState> out;
@@ -182,20 +153,23 @@ bool srv6_carrier(const IpAddr& final_addr, std::span<const std::uint16_t> usids
 
 std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
                             std::span<const std::span<const std::uint8_t>> pieces) {
-  std::uint64_t len = 0;
-  for (const auto& piece : pieces) len += piece.size();
+  std::uint32_t len = 0;
+  for (const auto& piece : pieces) len += static_cast<std::uint32_t>(piece.size());
   // Pseudo-header: source, destination, upper-layer length (32 bits), 3 zero bytes, next header 17.
-  std::uint64_t s = sum_be16(src.bytes.data(), 16) + sum_be16(dst.bytes.data(), 16) + (len >> 16) +
-                    (len & 0xFFFF) + IPPROTO_UDP;
-  std::size_t off = 0;
-  for (const auto& piece : pieces) {
-    std::uint64_t ps = sum_be16(piece.data(), piece.size());
-    // A piece starting at an odd offset contributes its sum byte-swapped.
-    if ((off & 1) != 0) ps = ((ps & 0xFF) << 8) | (ps >> 8);
-    s += ps;
-    off += piece.size();
-  }
-  const auto c = static_cast<std::uint16_t>(~fold16(s));
+  const std::uint8_t tail[8] = {static_cast<std::uint8_t>(len >> 24),
+                                static_cast<std::uint8_t>(len >> 16),
+                                static_cast<std::uint8_t>(len >> 8),
+                                static_cast<std::uint8_t>(len),
+                                0,
+                                0,
+                                0,
+                                IPPROTO_UDP};
+  InetChecksum ck;
+  ck.add(src.bytes);
+  ck.add(dst.bytes);
+  ck.add(tail);
+  for (const auto& piece : pieces) ck.add(piece);
+  const std::uint16_t c = ck.finish();
   return c == 0 ? 0xFFFF : c;
 }
 

@@ -101,6 +101,11 @@ bool srv6_carrier(const IpAddr& final_addr, std::span<const std::uint16_t> usids
 std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
                             std::span<const std::span<const std::uint8_t>> pieces);
 
+/// The interface index holding `a`: the interface with exactly that address, else the one whose
+/// subnet holds it with the longest prefix (a bound address need not be listed, e.g. 127.0.0.2 on
+/// lo's 127.0.0.0/8). 0 if none.
+int interface_of(const IpAddr& a);
+
 /// One interface's link state, as an rtnetlink link message reports it.
 struct LinkState {
   int ifindex = 0;

@@ -22,11 +22,6 @@ constexpr std::uint32_t kMinBuffer = 4096 + 128;
 // 4.2 us) reaches past a packet's arrival at the far end of a link (serialisation + latency).
 constexpr unsigned kEventSlotShift = 8;
 
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 std::uint32_t bit(std::uint32_t i) {
   return 1u << i;
 }

@@ -13,7 +13,6 @@
 // compare the bytes written in that window with the same pattern; the next window uses a new
 // pattern, so a lost, misplaced or stale write always shows up as a mismatch. With the default
 // region (the whole transfer of a size, up to 1 GiB per QP) a count-mode run has no pause.
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -33,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rng.hpp"
 #include "engine/ev_sets.hpp"
 #include "engine/qp.hpp"
 #include "io/impair.hpp"
@@ -320,12 +320,6 @@ bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::v
 // ------------------------------------------------------------------------------------------------
 // Data pattern: the 8-byte word at offset i of a region is mix64(key + i), key = f(seed, QP, window).
 
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 std::uint64_t pattern_key(std::uint64_t seed, std::size_t q, std::uint64_t window) {
   return mix64(mix64(seed) ^ (static_cast<std::uint64_t>(q) << 40) ^ window);
 }
@@ -365,27 +359,11 @@ std::uint32_t packet_overhead(int family) {
   return (family == AF_INET6 ? 40u : 20u) + 8u + static_cast<std::uint32_t>(wire::kMaxHeaderSize) + 32u;
 }
 
-/// MTU of the interface holding `a` (127/8 and ::1 belong to lo); 0 if no interface has it.
+/// MTU of the interface holding `a` (io::interface_of); 0 if no interface has it.
 std::uint32_t interface_mtu(const io::IpAddr& a) {
-  const bool loop = a.family == AF_INET
-                        ? a.bytes[0] == 127
-                        : a == io::IpAddr{AF_INET6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
-  std::string name = loop ? "lo" : "";
-  ifaddrs* ifs = nullptr;
-  if (name.empty() && ::getifaddrs(&ifs) == 0) {
-    for (const ifaddrs* i = ifs; i != nullptr && name.empty(); i = i->ifa_next) {
-      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a.family) continue;
-      const void* raw =
-          a.family == AF_INET
-              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr)
-              : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr);
-      if (std::memcmp(raw, a.bytes.data(), a.family == AF_INET ? 4 : 16) == 0) name = i->ifa_name;
-    }
-    ::freeifaddrs(ifs);
-  }
-  if (name.empty()) return 0;
+  const int idx = io::interface_of(a);
   ifreq r{};
-  std::strncpy(r.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  if (idx == 0 || ::if_indextoname(static_cast<unsigned>(idx), r.ifr_name) == nullptr) return 0;
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   const bool ok = fd >= 0 && ::ioctl(fd, SIOCGIFMTU, &r) == 0;
   if (fd >= 0) ::close(fd);
