@@ -107,7 +107,7 @@ link_down() {
   echo "fault: $1 $2 down at $(cat "$WORK/fault.t")"
 }
 
-# perf_check [--spread] [--min-bytes N] [--fault-at FILE --after-fault-quiet NODE:IF]...:
+# perf_check [--spread] [--min-bytes N] [--fault-at FILE [--recover FRACTION] --quiet-after NODE:IF:FIELD]...:
 # prints the run's numbers, per-plane and per-spine packet shares (before / after the fault when
 # there is one) and the goodput recovery; exits non-zero on a failed check.
 perf_check() {
@@ -117,6 +117,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("work"); ap.add_argument("--spread", action="store_true")
 ap.add_argument("--min-bytes", type=int, default=0); ap.add_argument("--fault-at")
 ap.add_argument("--quiet-after", action="append", default=[])
+ap.add_argument("--recover", type=float, default=0.9)  # fraction of the goodput before the fault
 o = ap.parse_args()
 W = lambda f: os.path.join(o.work, f)
 r = json.load(open(W("cli.json")))
@@ -182,7 +183,7 @@ if o.fault_at:
     k = max(1, round(100 / ms))
     rec = None
     for i in range(len(post) - k + 1):
-        if gb(post[i:i + k]) >= 0.9 * base:
+        if gb(post[i:i + k]) >= o.recover * base:
             rec = max(0.0, (post[i]["unix_s"] - post[i]["ms"] / 1e3 - tf) * 1e3)
             after = gb(post[i:])
             break
@@ -190,10 +191,10 @@ if o.fault_at:
     print(f"goodput before the fault {base:.3f} Gb/s (last 2 s); first 100 ms after it {first:.3f} Gb/s; "
           f"intervals of {ms:.0f} ms; ", end="")
     if rec is None:
-        print(f"never back to 90 % (after the fault {gb(post):.3f} Gb/s)")
-        bad.append("goodput did not recover to 90 % of its value before the fault")
+        print(f"never back to {o.recover:.0%} (after the fault {gb(post):.3f} Gb/s)")
+        bad.append(f"goodput did not recover to {o.recover:.0%} of its value before the fault")
     else:
-        print(f"back to >= 90 % (over 100 ms) {rec:.0f} ms after the fault; "
+        print(f"back to >= {o.recover:.0%} (over 100 ms) {rec:.0f} ms after the fault; "
               f"from then on {after:.3f} Gb/s ({after / base:.0%} of before)")
 for x in bad: print("  FAIL:", x)
 sys.exit(1 if bad else 0)
