@@ -16,6 +16,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/rng.hpp"
+
 namespace mrc::io {
 namespace {
 
@@ -466,7 +468,22 @@ std::uint32_t UdpEndpoint::add_peer(const std::vector<IpAddr>& addrs, std::uint1
   }
   if (cfg_.ev_mode == EvMode::kSrv6 && !build_carriers(addrs, cfg_.srv6.paths, peer.carriers)) return 0;
   peers_.push_back(std::move(peer));
-  return static_cast<std::uint32_t>(peers_.size());
+  const auto id = static_cast<std::uint32_t>(peers_.size());
+  for (std::uint32_t i = 0; i < addrs.size(); ++i) peer_ids_.insert_or_assign(peer_key(i, addrs[i]), id);
+  return id;
+}
+
+UdpEndpoint::PeerKey UdpEndpoint::peer_key(std::uint32_t plane, const IpAddr& a) {
+  PeerKey k{plane, {}};
+  std::memcpy(k.addr.data(), a.bytes.data(), a.family == AF_INET ? 4 : 16);
+  return k;
+}
+
+std::size_t UdpEndpoint::PeerKeyHash::operator()(const PeerKey& k) const noexcept {
+  std::uint64_t lo, hi;
+  std::memcpy(&lo, k.addr.data(), 8);
+  std::memcpy(&hi, k.addr.data() + 8, 8);
+  return static_cast<std::size_t>(mix64(lo ^ mix64(hi ^ k.plane)));
 }
 
 bool UdpEndpoint::build_carriers(const std::vector<IpAddr>& addrs,
@@ -526,29 +543,23 @@ std::uint32_t UdpEndpoint::ev_of_wire(std::uint16_t sport, std::uint32_t flow_la
 }
 
 std::uint32_t UdpEndpoint::peer_at(std::uint32_t plane, const IpAddr& addr) const {
-  if (plane >= planes_.size() || addr.family != family_) return 0;
-  const std::size_t n = family_ == AF_INET ? 4 : 16;
-  for (std::size_t i = peers_.size(); i-- > 0;)
-    if (std::memcmp(peers_[i].addrs[plane].bytes.data(), addr.bytes.data(), n) == 0)
-      return static_cast<std::uint32_t>(i + 1);
-  return 0;
+  if (addr.family != family_) return 0;
+  const auto it = peer_ids_.find(peer_key(plane, addr));
+  return it == peer_ids_.end() ? 0 : it->second;
 }
 
 std::uint32_t UdpEndpoint::lookup_peer(std::uint32_t plane, const sockaddr_in6& src) const {
-  const std::uint8_t* a = nullptr;
-  std::size_t n = 0;
+  PeerKey k{plane, {}};
   if (src.sin6_family == AF_INET && family_ == AF_INET) {
-    a = reinterpret_cast<const std::uint8_t*>(&src) + offsetof(sockaddr_in, sin_addr);
-    n = 4;
+    std::memcpy(k.addr.data(), reinterpret_cast<const std::uint8_t*>(&src) + offsetof(sockaddr_in, sin_addr),
+                4);
   } else if (src.sin6_family == AF_INET6 && family_ == AF_INET6) {
-    a = reinterpret_cast<const std::uint8_t*>(&src.sin6_addr);
-    n = 16;
+    std::memcpy(k.addr.data(), &src.sin6_addr, 16);
   } else {
     return kUnknownPeer;
   }
-  for (std::size_t i = peers_.size(); i-- > 0;)  // the latest registration of an address wins (peer_at)
-    if (std::memcmp(peers_[i].addrs[plane].bytes.data(), a, n) == 0) return static_cast<std::uint32_t>(i + 1);
-  return kUnknownPeer;
+  const auto it = peer_ids_.find(k);
+  return it == peer_ids_.end() ? kUnknownPeer : it->second;
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -343,12 +344,26 @@ class UdpEndpoint {
   void query_suspect_links(Time now);
   std::uint32_t lookup_peer(std::uint32_t plane, const sockaddr_in6& src) const;
 
+  /// A peer's address on one plane (IPv4 in the first 4 bytes, the rest zero).
+  struct PeerKey {
+    std::uint32_t plane;
+    std::array<std::uint8_t, 16> addr;
+    friend bool operator==(const PeerKey&, const PeerKey&) = default;
+  };
+  struct PeerKeyHash {
+    std::size_t operator()(const PeerKey& k) const noexcept;
+  };
+  static PeerKey peer_key(std::uint32_t plane, const IpAddr& a);
+
   UdpConfig cfg_;
   int family_ = AF_INET;
   std::unique_ptr<engine::Endpoint> ep_;
   std::vector<Plane> planes_;
   std::vector<PlaneCounters> plane_ctr_;
   std::vector<Peer> peers_;
+  /// (plane, address) -> peer id, the latest registration of an address winning: the per-datagram
+  /// source check and peer_at.
+  std::unordered_map<PeerKey, std::uint32_t, PeerKeyHash> peer_ids_;
   Impairment impair_;
   int epfd_ = -1;
   int evfd_ = -1;
