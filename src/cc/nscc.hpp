@@ -56,8 +56,10 @@ class Nscc {
   explicit Nscc(const NsccConfig& cfg);
 
   const NsccConfig& config() const { return cfg_; }
+  /// With nothing in flight one packet may always go (CC-D13): a packet charged more than the
+  /// minimum window (payload + header overhead > mtu) must not stall the QP with no timer armed.
   bool can_send(std::uint32_t bytes) const {
-    return inflight_ + static_cast<std::int64_t>(bytes) <= static_cast<std::int64_t>(cwnd_);
+    return inflight_ <= 0 || inflight_ + static_cast<std::int64_t>(bytes) <= static_cast<std::int64_t>(cwnd_);
   }
   /// The sender should set the A bit: little window left, or cwnd below the ACK-generation trigger.
   bool ack_request() const;

@@ -63,6 +63,21 @@ TEST(Nscc, StartsAtMaxCwnd) {
   EXPECT_TRUE(cc.ack_request());  // less than one MTU of window left
 }
 
+// CC-D13: at the window's floor (one mtu) a packet charged more than mtu (payload + header
+// overhead) still goes when nothing is in flight, and only then.
+TEST(Nscc, OnePacketAlwaysFitsAnEmptyWindow) {
+  Nscc cc(cfg_default());
+  shrink_to(cc, kMtu);
+  constexpr std::uint32_t kCharged = 4096 + 64;
+  static_assert(kCharged > kMtu);
+  EXPECT_TRUE(cc.can_send(kCharged));
+  cc.on_send(kCharged);
+  EXPECT_FALSE(cc.can_send(1));
+  cc.on_inferred_loss(kCharged, 0);  // released: empty again
+  EXPECT_EQ(cc.inflight(), 0);
+  EXPECT_TRUE(cc.can_send(kCharged));
+}
+
 TEST(Nscc, AckRequestBelowAckGenTrigger) {
   Nscc cc(cfg_default());
   shrink_to(cc, 16384);
