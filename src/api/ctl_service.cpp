@@ -138,17 +138,9 @@ int CtlService::load_srv6_paths(std::string& why) {
 
 std::uint32_t CtlService::peer_for(const std::uint8_t gid[16], int plane, int& rc) {
   io::IpAddr a;
-  static constexpr std::uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-  if (udp_->config().planes.front().family == AF_INET) {
-    if (std::memcmp(gid, kV4Mapped, 12) != 0) {
-      rc = EINVAL;
-      return 0;
-    }
-    a.family = AF_INET;
-    std::memcpy(a.bytes.data(), gid + 12, 4);
-  } else {
-    a.family = AF_INET6;
-    std::memcpy(a.bytes.data(), gid, 16);
+  if (!io::IpAddr::from_gid(gid, udp_->config().planes.front().family, a)) {
+    rc = EINVAL;
+    return 0;
   }
   std::uint32_t handle = 0;
   std::lock_guard lk(peer_mu_);  // one lookup-or-add at a time: no two stand-ins for one address

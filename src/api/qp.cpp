@@ -60,31 +60,17 @@ mrc_qp_state current_state(mrc_qp& qp) {
   return qp.fatal.load() ? MRC_QPS_ERR : qp.state.load();
 }
 
-/// A GID as the device's address family (IPv4 devices take IPv4-mapped GIDs).
-bool gid_to_addr(const mrc_gid& gid, int family, mrc::io::IpAddr& out) {
-  static constexpr std::uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-  out = mrc::io::IpAddr{};
-  out.family = family;
-  if (family == AF_INET) {
-    if (std::memcmp(gid.raw, kV4Mapped, sizeof kV4Mapped) != 0) return false;
-    std::memcpy(out.bytes.data(), gid.raw + 12, 4);
-    return true;
-  }
-  std::memcpy(out.bytes.data(), gid.raw, 16);
-  return true;
-}
-
 /// The endpoint peer handle of an address vector (registered on first use). 0 if invalid.
 std::uint32_t resolve_peer(mrc_device& dev, const mrc_ah_attr& ah) {
   const std::uint32_t planes = dev.ue->num_planes();
   const int family = dev.ue->config().planes[0].family;
   std::vector<mrc::io::IpAddr> addrs(planes);
   if (ah.num_planes == 0) {
-    if (planes != 1 || !gid_to_addr(ah.grh.dgid, family, addrs[0])) return 0;
+    if (planes != 1 || !mrc::io::IpAddr::from_gid(ah.grh.dgid.raw, family, addrs[0])) return 0;
   } else {
     if (ah.num_planes != planes) return 0;
     for (std::uint32_t i = 0; i < planes; ++i)
-      if (!gid_to_addr(ah.plane_dgid[i], family, addrs[i])) return 0;
+      if (!mrc::io::IpAddr::from_gid(ah.plane_dgid[i].raw, family, addrs[i])) return 0;
   }
   const std::uint16_t port = ah.udp_dport != 0 ? ah.udp_dport : dev.ue->config().port;
   for (const auto& p : dev.peers)

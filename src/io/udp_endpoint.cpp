@@ -189,6 +189,32 @@ bool IpAddr::parse(std::string_view text, IpAddr& out) {
   return true;
 }
 
+namespace {
+constexpr std::uint8_t kV4MappedGid[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+}  // namespace
+
+bool IpAddr::from_gid(const std::uint8_t gid[16], int family, IpAddr& out) {
+  IpAddr a;
+  a.family = family;
+  if (family == AF_INET) {
+    if (std::memcmp(gid, kV4MappedGid, sizeof kV4MappedGid) != 0) return false;
+    std::memcpy(a.bytes.data(), gid + 12, 4);
+  } else {
+    std::memcpy(a.bytes.data(), gid, 16);
+  }
+  out = a;
+  return true;
+}
+
+void IpAddr::to_gid(std::uint8_t gid[16]) const {
+  if (family == AF_INET) {
+    std::memcpy(gid, kV4MappedGid, sizeof kV4MappedGid);
+    std::memcpy(gid + 12, bytes.data(), 4);
+  } else {
+    std::memcpy(gid, bytes.data(), 16);
+  }
+}
+
 std::string IpAddr::str() const {
   char buf[INET6_ADDRSTRLEN] = {};
   ::inet_ntop(family, bytes.data(), buf, sizeof buf);

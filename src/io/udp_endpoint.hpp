@@ -73,6 +73,10 @@ struct IpAddr {
   int family = AF_INET;
   std::array<std::uint8_t, 16> bytes{};  ///< IPv4 uses the first 4
   static bool parse(std::string_view text, IpAddr& out);
+  /// The address a RoCEv2 GID names in `family`: IPv4 takes only IPv4-mapped GIDs (::ffff:a.b.c.d).
+  static bool from_gid(const std::uint8_t gid[16], int family, IpAddr& out);
+  /// The RoCEv2 GID of this address (IPv4 as ::ffff:a.b.c.d).
+  void to_gid(std::uint8_t gid[16]) const;
   std::string str() const;
   friend bool operator==(const IpAddr&, const IpAddr&) = default;
 };

@@ -30,6 +30,7 @@
 
 #include "api/ctl_proto.hpp"
 #include "api/ev_expand.hpp"
+#include "io/udp_endpoint.hpp"
 
 namespace mrc::tools {
 namespace {
@@ -615,14 +616,10 @@ int cmd_show(mrc_ctl_context* c) {
 }
 
 bool parse_gid(const std::string& text, std::uint8_t gid[16]) {
-  in_addr v4{};
-  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
-    std::memset(gid, 0, 16);
-    gid[10] = gid[11] = 0xFF;  // RoCEv2 IPv4 GID ::ffff:a.b.c.d
-    std::memcpy(gid + 12, &v4, 4);
-    return true;
-  }
-  return inet_pton(AF_INET6, text.c_str(), gid) == 1;
+  io::IpAddr a;
+  if (!io::IpAddr::parse(text, a)) return false;
+  a.to_gid(gid);
+  return true;
 }
 
 int cmd_probe(mrc_ctl_context* c) {
