@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <random>
 #include <string_view>
@@ -236,15 +235,7 @@ int mrc_query_gid(mrc_device* device, uint8_t port_num, int index, mrc_gid* gid)
   if (device == nullptr || gid == nullptr || index != 0 || port_num == 0 ||
       port_num > device->ue->num_planes())
     return fail(EINVAL);
-  const mrc::io::IpAddr& a = device->ue->config().planes[port_num - 1u];
-  std::memset(gid->raw, 0, sizeof gid->raw);
-  if (a.family == AF_INET) {
-    gid->raw[10] = 0xFF;
-    gid->raw[11] = 0xFF;
-    std::memcpy(gid->raw + 12, a.bytes.data(), 4);
-  } else {
-    std::memcpy(gid->raw, a.bytes.data(), 16);
-  }
+  device->ue->config().planes[port_num - 1u].to_gid(gid->raw);
   return 0;
 }
 
