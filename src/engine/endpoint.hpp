@@ -34,6 +34,7 @@ struct Tunables {
   std::uint32_t probe_success_threshold = 3;   ///< probes to resurrect an ASSUMED_BAD EV
   Duration skip_duration = 0;                  ///< SKIP lasts this long; 0 = one base RTT
   Duration probe_interval = 0;                 ///< ASSUMED_BAD probe cadence; 0 = 4 base RTTs
+  std::uint32_t probes_in_flight = 8;          ///< unanswered EV probes per QP, at most (1..64)
   Duration reorder_window = 0;                 ///< RACK reordering allowance; 0 = base RTT / 2
   Duration tail_probe_delay = 0;               ///< reliability probe after silence; 0 = 2 base RTTs
   Duration base_rtt_hint = 10_us;              ///< until a sample arrives

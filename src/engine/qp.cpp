@@ -258,24 +258,42 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
   const std::uint32_t ports = usable_ports(free_ports);
   if (ports == 0) return false;
-  // 1. Control (SACK/NACK/NAK): the responder's feedback never waits behind data.
-  while (ctrl_count_ > 0) {
-    const CtrlTx c = ctrl_[ctrl_head_];
-    sack_more_ = false;
-    if (!build_ctrl(out, c, ports, now)) break;
-    ctrl_head_ = (ctrl_head_ + 1) % static_cast<std::uint32_t>(ctrl_.size());
-    --ctrl_count_;
-    if (sack_more_) {
-      CtrlTx more = c;
-      more.pr = false;
-      queue_ctrl(more);
-    }
+  // Control (SACK/NACK/NAK) goes first: the responder's feedback never waits behind data. A backlog
+  // of it (a peer's probe flood, a window of trim NACKs) must not starve this QP's own requests
+  // though: after kCtrlRun control packets in a row the requester gets a turn (D14).
+  if (ctrl_run_ < kCtrlRun && poll_ctrl(out, ports, now)) {
+    ++ctrl_run_;
     return true;
   }
-  if (state_ != QpState::kRts) return false;
+  ctrl_run_ = 0;
+  if (state_ == QpState::kRts && poll_requester(out, ports, now)) return true;
+  if (!poll_ctrl(out, ports, now)) return false;
+  ctrl_run_ = 1;
+  return true;
+}
+
+bool Qp::poll_ctrl(TxPacket& out, std::uint32_t ports, Time now) {
+  if (ctrl_count_ == 0) return false;
+  const CtrlTx c = ctrl_[ctrl_head_];
+  sack_more_ = false;
+  if (!build_ctrl(out, c, ports, now)) return false;
+  ctrl_head_ = (ctrl_head_ + 1) % static_cast<std::uint32_t>(ctrl_.size());
+  --ctrl_count_;
+  if (sack_more_) {
+    CtrlTx more = c;
+    more.pr = false;
+    queue_ctrl(more);
+  }
+  return true;
+}
+
+bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
   evm_.expire_skips(now);
-  // 2. Probes: ASSUMED_BAD EVs due for a probe, then a tail-loss probe after silence.
-  const std::uint16_t due = evm_.next_probe_due(now);
+  // 1. Probes: ASSUMED_BAD EVs due for a probe, a bounded number at a time, so that many bad EVs
+  //    cannot flood the peer (whose answers, late, would fail the probes and keep the EVs bad);
+  //    then a tail-loss probe after silence.
+  const std::uint16_t due =
+      live_probes_ < ep_.config().tun.probes_in_flight ? evm_.next_probe_due(now) : EvManager::kNone;
   if (due != EvManager::kNone && ((ports >> evm_.ev(due).port) & 1u)) {
     if (send_probe(out, due, false, now)) return true;
   }
@@ -290,7 +308,7 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
       }
     }
   }
-  // 3. Retransmissions, oldest gap first.
+  // 2. Retransmissions, oldest gap first.
   std::uint32_t psn = 0;
   if (rtx_pending_ > 0 && next_rtx(psn)) {
     const TxRec& r = rec(psn);
@@ -301,7 +319,7 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     if (slot == EvManager::kNone) return false;
     return build_data(out, psn, true, slot, now);
   }
-  // 4. New data within the MPR window, the WIMM limit and the congestion window.
+  // 3. New data within the MPR window, the WIMM limit and the congestion window.
   if (sq_unsent_ == 0) return false;
   if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) return false;
   SendWqe& w = sq_[sq_seg_];

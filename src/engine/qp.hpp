@@ -24,6 +24,7 @@ class Qp {
   const QpRemote& remote() const { return remote_; }
   const QpCounters& counters() const { return ctr_; }
   const EvManager& evs() const { return evm_; }
+  std::uint32_t probes_in_flight() const { return live_probes_; }  ///< unanswered reliability probes
   EvManager& evs() { return evm_; }
   const cc::Controller& cc() const { return cc_; }
   std::uint32_t window_psns() const;
@@ -129,6 +130,8 @@ class Qp {
   void emit_ev_event(const EvManager::Transition& t, Time now);
   static void ev_sink(void* ctx, const EvManager::Transition& t, Time now);
   bool send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now);
+  bool poll_ctrl(TxPacket& out, std::uint32_t ports, Time now);
+  bool poll_requester(TxPacket& out, std::uint32_t ports, Time now);
 
   // ---- responder ----
   struct CtrlTx {  ///< queued SACK / NACK / AETH-NAK to emit
@@ -217,6 +220,8 @@ class Qp {
   std::vector<CtrlTx> ctrl_;  ///< ring, grown on demand up to kCtrlMax entries
   static constexpr std::size_t kCtrlMax = 4096;
   std::uint32_t ctrl_head_ = 0, ctrl_count_ = 0;
+  static constexpr std::uint32_t kCtrlRun = 16;  ///< control packets in a row before the requester's turn
+  std::uint32_t ctrl_run_ = 0;
   std::vector<WimmSlot> wimm_;  ///< ring; wimm_head_ holds RQMSN rq_next_deliver_
   std::uint32_t wimm_head_ = 0;
   std::uint32_t rx_planes_ = 0;  ///< planes data arrived on since the last SACK

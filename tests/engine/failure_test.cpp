@@ -224,6 +224,31 @@ TEST(Failure, AssumedBadEvsAreResurrectedByProbesWhenThePathReturns) {
   EXPECT_TRUE(p.same(0, 64 << 20, 0));
 }
 
+TEST(Failure, ADeadPlaneIsProbedAFewEvsAtATime) {
+  // A dead plane turns every EV on it ASSUMED_BAD at about the same moment, so all of them fall
+  // due for a probe together. The probes in flight stay within Tunables::probes_in_flight: many bad
+  // EVs must not flood the peer, whose late answers would fail the probes and keep the EVs bad.
+  PairOptions o;
+  o.buf_size = 16 << 20;
+  Pair p(o);
+  p.net().kill_plane(0, 20_us);
+  ASSERT_EQ(p.write(1, 0, 16 << 20, 0), 0);
+  std::uint32_t most = 0;
+  ASSERT_TRUE(p.net().run_while(
+      [&] {
+        most = std::max(most, p.qpa().probes_in_flight());
+        p.drain();
+        return p.send_done().empty();
+      },
+      100_ms));
+  EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, 16 << 20, 0));
+  const std::uint32_t cap = p.a().config().tun.probes_in_flight;
+  EXPECT_EQ(p.qpa().evs().active_good(0), 0u);
+  EXPECT_GT(p.qpa().counters().tx_probe, 2u * cap);  // the plane was probed throughout ...
+  EXPECT_EQ(most, cap);                              // ... never more than the cap at once
+}
+
 TEST(Failure, DeadReversePathsCostAReceiveOnlyQpNeitherTimeoutsNorThroughput) {
   // A failed link kills different EVs in each direction (ECMP hashes the two directions apart).
   // Here half the paths of every plane die for the responder's ACK traffic and two per plane for

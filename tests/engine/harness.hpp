@@ -157,6 +157,7 @@ class Pair {
   std::uint32_t node_b() const { return nb_; }
   std::uint32_t qpn_a() const { return qa_; }
   std::uint32_t qpn_b() const { return qb_; }
+  const engine::MemoryRegion& mr_a() const { return *mra_; }
   const engine::MemoryRegion& mr_b() const { return *mrb_; }
   std::vector<std::uint8_t>& src() { return src_; }
   std::vector<std::uint8_t>& dst() { return dst_; }

@@ -280,6 +280,43 @@ TEST(Refusal, OldDuplicatePsnIsSackedWithoutTouchingMemory) {
   EXPECT_EQ(r.p.qpb().counters().rx_dup, 3u);
 }
 
+TEST(Refusal, AProbeFloodDoesNotStarveTheQpsOwnWrites) {
+  // Every reliability probe is answered, and the answers go before data; but a peer that probes
+  // faster than they drain must not hold back this QP's own requests (a loaded software peer did:
+  // 4096 queued answers, and a WRITE_IMM that never left).
+  Rig r;
+  constexpr std::uint32_t kProbes = 1000;
+  for (std::uint32_t i = 0; i < kProbes; ++i) {
+    wire::Packet k;
+    k.bth.opcode = Opcode::kProbe;
+    k.bth.dest_qp = r.p.qpn_b();
+    k.bth.psn = r.p.psn_ab();
+    k.bth.ack_req = true;
+    k.peth.probe_id = static_cast<std::uint16_t>(i + 1);
+    r.feed(k, static_cast<std::uint8_t>(i % 4), 0x100 + i);
+  }
+  engine::SendWr wr;
+  wr.wr_id = 9;
+  wr.with_imm = true;
+  wr.imm = 0xC0FFEE;
+  wr.local_addr = addr_of(r.p.dst().data());
+  wr.length = 64;
+  wr.lkey = r.p.mr_b().lkey;
+  wr.remote_addr = addr_of(r.p.src().data());
+  wr.rkey = r.p.mr_a().rkey;
+  ASSERT_EQ(r.p.b().post_send(r.p.qpn_b(), wr, r.p.net().now()), 0);
+  const std::vector<Frame> out = r.answers();
+  std::size_t first_data = out.size(), answers = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    wire::Packet k;
+    ASSERT_EQ(out[i].decode(k), wire::Error::kOk);
+    if (k.bth.opcode == Opcode::kWriteOnlyImm && first_data == out.size()) first_data = i;
+    answers += k.bth.opcode == Opcode::kSack && k.seth.pr;
+  }
+  EXPECT_LE(first_data, 16u);   // the write leaves after at most one run of answers ...
+  EXPECT_EQ(answers, kProbes);  // ... and no answer is lost for it
+}
+
 TEST(Refusal, WriteImmBeyondMaxWimmDestIsNackedUnexpEvent) {
   PairOptions o;
   o.max_wimm_dest = 4;
