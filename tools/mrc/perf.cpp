@@ -471,8 +471,12 @@ int run_server(const PerfOptions& o) {
         // the pong returns the ping's bytes from where the ping wrote them
         const std::size_t q = s.qp_index(c.qpn);
         const std::uint64_t off = ((c.imm & 0xFFFFFF) % (s.region / c.byte_len)) * c.byte_len;
-        s.ep->post_send(c.qpn,
-                        s.write_wr(q, 1ull << 40, off, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
+        if (const int rc = s.ep->post_send(
+                c.qpn, s.write_wr(q, 1ull << 40, off, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
+            rc != 0) {
+          std::fprintf(stderr, "mrc perf: pong refused: %s\n", std::strerror(rc));
+          return 1;
+        }
         ++pongs;
       }
     }
@@ -837,6 +841,11 @@ int run_client(const PerfOptions& o) {
     std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
                 "MsgRate[Mpps]", "Pkt/s", "CPU[s]", "rtx");
   }
+  // A failed run still shows its counters (with --metrics): they say why it stalled.
+  auto fail_run = [&](const std::string& msg) {
+    if (o.metrics) std::fprintf(stderr, "%s\n", io::metrics_json(*s.ep).dump(2).c_str());
+    return fail(msg);
+  };
   std::vector<SizeResult> results;
   Verifier v;
   v.ch = &*ch;
@@ -844,7 +853,7 @@ int run_client(const PerfOptions& o) {
   v.ready.assign(prm.qps, 0);
   for (const std::uint64_t size : sizes) {
     SizeResult r;
-    if (!run_bw(s, o, size, v, r, err)) return fail(err);
+    if (!run_bw(s, o, size, v, r, err)) return fail_run(err);
     results.push_back(r);
     if (!o.json) {
       std::printf("%-12llu %-12llu %-12.3f %-14.6f %-12.0f %-10.3f %-8llu\n",
@@ -854,7 +863,7 @@ int run_client(const PerfOptions& o) {
     }
   }
   std::vector<double> rtt;
-  if (o.lat_iters > 0 && !run_latency(s, o, v, rtt, err)) return fail(err);
+  if (o.lat_iters > 0 && !run_latency(s, o, v, rtt, err)) return fail_run(err);
   const std::uint64_t done_msg[] = {kDone};
   if (!ch->send_values(done_msg, err) || !ch->recv_values(vals, kOobTimeout, err)) return fail(err);
   if (vals.size() != 1) return fail("bad final reply");
@@ -1002,7 +1011,9 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->add_option("--impair-file", o.impair_file, "Receive impairment from a key=value file");
   c->add_option("--pcap", o.pcap, "Write every sent and received packet of this side to a pcap file");
   c->add_flag("--progress-thread", o.progress_thread, "Server: drive the endpoint from a progress thread");
-  c->add_flag("--metrics", o.metrics, "Print the endpoint's counters at the end (Prometheus text or JSON)");
+  c->add_flag("--metrics", o.metrics,
+              "Print the endpoint's counters at the end (Prometheus text or JSON; as JSON on stderr when the "
+              "run fails)");
   c->add_flag("--json", o.json, "Print the report as JSON");
   c->add_option("--seed", o.seed, "Seed of the data pattern and the endpoints")->capture_default_str();
   return c;
