@@ -101,6 +101,7 @@ TEST(AppCq, ChannelFdBecomesReadableAfterReqNotifyAndCompletion) {
   EXPECT_EQ(gctx, &a);  // the cq_context given at creation
   EXPECT_FALSE(readable(fd, 0));
   wc = poll_n(a, 1);
+  ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].wr_id, 2u);
 
   // An unacked event keeps the CQ alive.

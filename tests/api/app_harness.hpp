@@ -7,6 +7,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -224,11 +225,16 @@ inline int post_recv(mrc_qp* qp, std::uint64_t id) {
   return mrc_post_recv(qp, &wr, &bad);
 }
 
-/// Polls until `n` completions arrived (the engine's retransmission timers bound the wait: a lost
-/// completion is a failure the test reports, not a hang, because the QPs have finite retries).
+/// Polls until `n` completions arrived, for at most 30 s: a completion that never comes is a
+/// failure the test reports, not a hang of the whole run.
 inline std::vector<mrc_wc> poll_n(Side& s, std::size_t n, mrc_context* drive = nullptr) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::vector<mrc_wc> out;
   while (out.size() < n) {
+    if (std::chrono::steady_clock::now() > limit) {
+      ADD_FAILURE() << "poll_n: " << out.size() << " of " << n << " completions after 30 s";
+      break;
+    }
     mrc_wc wc[16];
     if (drive) mrc_progress(drive, 1);
     const int k = mrc_poll_cq(s.cq, 16, wc);
