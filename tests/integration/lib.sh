@@ -12,6 +12,7 @@ export MRC_PYTHON=$PY
 : "${PREFIX:?set PREFIX before sourcing lib.sh}"
 export MRC_TESTBED_PREFIX=$PREFIX
 
+source "$HERE/wait.sh"
 need() { echo "FAIL: this test $* (run the tests as root on Linux)"; exit 1; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || need "needs root"

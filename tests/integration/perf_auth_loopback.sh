@@ -11,15 +11,17 @@ WORK=$(mktemp -d)
 SRV_PID=
 trap '[[ -n $SRV_PID ]] && kill "$SRV_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/wait.sh"
 SRV_PLANES=127.61.1.1,127.61.2.1 CLI_PLANES=127.61.1.2,127.61.2.2
 
 # start_server ARGS...: sets OOB_PORT (the server listens on a free port and prints it)
 start_server() {
+  : >"$WORK/srv.out"  # now, not in the child: the wait below must not read the last server's output
   timeout 60 "$MRC" perf --server --bind 127.0.0.1 -p 0 --local "$SRV_PLANES" "$@" >"$WORK/srv.out" 2>&1 &
   SRV_PID=$!
-  for ((i = 0; i < 100; i++)); do grep -q 'waiting on' "$WORK/srv.out" && break; sleep 0.05; done
+  wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"
   OOB_PORT=$(sed -n 's/.*waiting on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/srv.out")
-  [[ -n $OOB_PORT ]] || { cat "$WORK/srv.out"; fail "perf server did not start within 5 s"; }
+  [[ -n $OOB_PORT ]] || { cat "$WORK/srv.out"; fail "perf server printed no port"; }
 }
 
 start_server --auth

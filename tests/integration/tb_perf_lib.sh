@@ -29,13 +29,11 @@ PY
 }
 
 perf_start_server() {
+  : >"$WORK/srv.out"  # now, not in the child: the wait below must not read the last server's output
   "$TB" exec h2 -- timeout $((PERF_TIMEOUT + 10)) "$MRC" perf --server --bind "$SRV_OOB" -p $PORT --local "$L2" \
     >"$WORK/srv.out" 2>&1 &
   SRV_PID=$!
-  local i
-  for ((i = 0; i < 100; i++)); do grep -q 'waiting on' "$WORK/srv.out" && return 0; sleep 0.05; done
-  cat "$WORK/srv.out"
-  fail "perf server did not start within 5 s"
+  wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"
 }
 
 # perf_start_client ARGS...: the client in the background, JSON report in $WORK/cli.json.

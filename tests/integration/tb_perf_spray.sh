@@ -36,8 +36,7 @@ echo "client planes $L1 -> server planes $L2 (OOB $SRV_OOB:$PORT)"
 "$TB" exec h2 -- timeout 60 "$MRC" perf --server --bind "$SRV_OOB" -p $PORT --local "$L2" \
   >"$WORK/srv.out" 2>&1 &
 SRV_PID=$!
-for ((i = 0; i < 100; i++)); do grep -q 'waiting on' "$WORK/srv.out" && break; sleep 0.05; done
-grep -q 'waiting on' "$WORK/srv.out" || { cat "$WORK/srv.out"; fail "perf server did not start within 5 s"; }
+wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"
 
 snap before
 T0=$(date +%s.%N)

@@ -35,8 +35,7 @@ E1=$(csum_err h1) E2=$(csum_err h2)
 "$TB" exec h2 -- timeout 80 "$MRC" perf --server --bind "$OOB" -p $PORT --local "$L2" \
   --ev-mode srv6 --srv6-paths 2002 >"$WORK/srv.out" 2>&1 &
 SRV_PID=$!
-for ((i = 0; i < 100; i++)); do grep -q 'waiting on' "$WORK/srv.out" && break; sleep 0.05; done
-grep -q 'waiting on' "$WORK/srv.out" || { cat "$WORK/srv.out"; fail "perf server did not start within 5 s"; }
+wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"
 
 snap before
 rc=0
