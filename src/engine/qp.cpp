@@ -261,19 +261,18 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   // Control (SACK/NACK/NAK) goes first: the responder's feedback never waits behind data. A backlog
   // of it (a peer's probe flood, a window of trim NACKs) must not starve this QP's own requests
   // though: after kCtrlRun control packets in a row the requester gets a turn (D14).
-  if (ctrl_run_ < kCtrlRun && poll_ctrl(out, ports, now)) {
+  if (ctrl_count_ > 0 && ctrl_run_ < kCtrlRun && poll_ctrl(out, ports, now)) {
     ++ctrl_run_;
     return true;
   }
   ctrl_run_ = 0;
   if (state_ == QpState::kRts && poll_requester(out, ports, now)) return true;
-  if (!poll_ctrl(out, ports, now)) return false;
+  if (ctrl_count_ == 0 || !poll_ctrl(out, ports, now)) return false;
   ctrl_run_ = 1;
   return true;
 }
 
 bool Qp::poll_ctrl(TxPacket& out, std::uint32_t ports, Time now) {
-  if (ctrl_count_ == 0) return false;
   const CtrlTx c = ctrl_[ctrl_head_];
   sack_more_ = false;
   if (!build_ctrl(out, c, ports, now)) return false;
