@@ -37,13 +37,12 @@ snap() { "$TB" counters --json >"$WORK/$1.json"; }
 # start_recv NAME HOST EXPECT [TIMEOUT [IDLE]]: background receiver on HOST port 4791, returns once
 # it is bound. It stops at EXPECT datagrams, IDLE s after the last one, or TIMEOUT s.
 start_recv() {
-  local name=$1 host=$2 expect=$3 timeout=${4:-30} idle=${5:-10} i
+  local name=$1 host=$2 expect=$3 timeout=${4:-30} idle=${5:-10}
   rm -f "$WORK/$name.ready"
   "$TB" exec "$host" -- "$PY" "$GEN" recv --expect "$expect" --timeout "$timeout" --idle "$idle" \
     --ready "$WORK/$name.ready" --out "$WORK/$name.out" &
   RECV_PID=$!
-  for ((i = 0; i < 100; i++)); do [[ -f $WORK/$name.ready ]] && return 0; sleep 0.05; done
-  fail "receiver $name did not start within 5 s"
+  wait_for "$WORK/$name.ready" ready "$RECV_PID"
 }
 wait_recv() {
   wait "$RECV_PID" || fail "receiver exited with an error"
