@@ -40,6 +40,16 @@ struct Reader {
     for (int i = 0; i < bytes; ++i) v = (v << 8) | in[pos++];
     return v;
   }
+  /// Copies out.size() raw bytes (an address, a key) with one bounds check; on a short body it
+  /// leaves `out` untouched and clears `ok`.
+  void read(std::span<std::uint8_t> out) {
+    if (pos + out.size() > in.size()) {
+      ok = false;
+      return;
+    }
+    std::memcpy(out.data(), in.data() + pos, out.size());
+    pos += out.size();
+  }
 };
 
 std::vector<std::uint8_t> frame(OobType type, const std::vector<std::uint8_t>& body) {
@@ -191,7 +201,7 @@ bool decode_conn_info_body(std::span<const std::uint8_t> body, ConnInfo& out, st
       return false;
     }
     a.family = fam == 6 ? AF_INET6 : AF_INET;
-    for (std::size_t k = 0; k < (fam == 6 ? 16u : 4u); ++k) a.bytes[k] = static_cast<std::uint8_t>(r.get(1));
+    r.read(std::span<std::uint8_t>(a.bytes.data(), fam == 6 ? 16u : 4u));
     c.planes.push_back(a);
   }
   if (!r.ok) {
@@ -206,7 +216,7 @@ bool decode_conn_info_body(std::span<const std::uint8_t> body, ConnInfo& out, st
   c.auth = auth == 1;
   if (c.auth) {
     std::array<std::uint8_t, 16> k{};
-    for (std::uint8_t& x : k) x = static_cast<std::uint8_t>(r.get(1));
+    r.read(k);
     c.auth_key = engine::MacKey::from_bytes(k);
   }
   if (!r.ok) {
