@@ -1,7 +1,16 @@
 // mrc: command-line front end of the MRC transport (one binary, one subcommand per tool).
+//
+// Exit status, the same for every subcommand (docs/cli.md lists what each one adds):
+//   0  success;  1  the run failed (data mismatch, peer lost, ...);  2  bad usage or bad input
+//   (an option, an argument or a file), reported before anything runs.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
 
 #include "demo.hpp"
+#include "io/oob.hpp"
+#include "mrc/mrc_api_ver.h"
+#include "mrc/mrc_ctl.h"
 
 namespace mrc::tools {
 // `mrc perf` (perf.cpp): registers its options; run_perf() runs the parsed command.
@@ -16,11 +25,34 @@ int run_testbed();
 // `mrc ctl` (ctl.cpp): the controller API on the command line.
 CLI::App* add_ctl_command(CLI::App& app);
 int run_ctl();
+
+namespace {
+constexpr int kExitUsage = 2;
+
+std::string version_text() {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "mrc %s\n"
+      "wire: MRC 1.0 headers over RoCEv2-style UDP (layouts per docs/wire-format.md), UDP port 4791\n"
+      "application API (mrc.h): %u.%u.%u\n"
+      "controller API (mrc_ctl.h): %u.%u.%u\n"
+      "out-of-band setup protocol (mrc perf): %u\n",
+      MRC_PROJECT_VERSION, MRC_API_VER_MAJOR(MRC_API_VER_CURRENT), MRC_API_VER_MINOR(MRC_API_VER_CURRENT),
+      MRC_API_VER_SUB(MRC_API_VER_CURRENT), MRC_CTL_API_VER_MAJOR, MRC_CTL_API_VER_MINOR,
+      MRC_CTL_API_VER_PATCH, io::kOobVersion);
+  return buf;
+}
+}  // namespace
 }  // namespace mrc::tools
 
 int main(int argc, char** argv) {
   CLI::App app{"mrc: tools for the Multipath Reliable Connection (MRC) transport", "mrc"};
   app.require_subcommand(1);
+  app.set_version_flag("-V,--version", mrc::tools::version_text());
+  app.footer(
+      "Run 'mrc SUBCOMMAND --help' for a subcommand's options.\n"
+      "Exit status: 0 success, 1 the run failed, 2 bad usage or input (see docs/cli.md).");
 
   mrc::tools::DemoOptions demo_opt;
   CLI::App* demo = mrc::tools::add_demo_command(app, demo_opt);
@@ -28,8 +60,56 @@ int main(int argc, char** argv) {
   CLI::App* sim = mrc::tools::add_sim_command(app);
   CLI::App* testbed = mrc::tools::add_testbed_command(app);
   CLI::App* ctl = mrc::tools::add_ctl_command(app);
+  CLI::App* help =
+      app.add_subcommand("help", "Print this help (or 'mrc help SUBCOMMAND' for one subcommand's)");
+  std::string help_about;
+  help->add_option("subcommand", help_about, "Subcommand to describe");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 exits with its own codes (104-114); one documented code for every usage error instead.
+    std::string what = e.what();
+    std::string path = "mrc";  // the deepest subcommand reached, e.g. "mrc ctl apply"
+    const CLI::App* where = &app;
+    for (bool deeper = true; deeper;) {
+      deeper = false;
+      for (const CLI::App* sub : where->get_subcommands()) {
+        where = sub;
+        path += " " + sub->get_name();
+        deeper = true;
+        break;
+      }
+    }
+    if (where == &app && argc > 1 && argv[1][0] != '-')
+      what =
+          std::string("unknown subcommand '") + argv[1] + "' (one of: demo, perf, sim, ctl, testbed, help)";
+    else if (where == &app && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
+      what = "a subcommand is required (one of: demo, perf, sim, ctl, testbed, help)";
+    std::fprintf(stderr, "mrc: %s\nRun '%s --help' for usage.\n", what.c_str(), path.c_str());
+    return mrc::tools::kExitUsage;
+  }
+  if (help->parsed()) {
+    if (help_about.empty()) {
+      // app.help() would describe the selected subcommand (`help` itself), not the program.
+      std::printf("%s", app.get_formatter()->make_help(&app, "mrc", CLI::AppFormatMode::Normal).c_str());
+      return 0;
+    }
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == help_about && sub != help) {
+        std::printf("%s", sub->help().c_str());
+        return 0;
+      }
+    std::fprintf(stderr, "mrc: unknown subcommand '%s' (one of: demo, perf, sim, ctl, testbed, help)\n",
+                 help_about.c_str());
+    return mrc::tools::kExitUsage;
+  }
   if (demo->parsed()) return mrc::tools::run_demo(demo_opt);
   if (perf->parsed()) return mrc::tools::run_perf();
   if (sim->parsed()) return mrc::tools::run_sim();
