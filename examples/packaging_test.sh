@@ -12,9 +12,19 @@ prefix=$work/prefix
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in include/mrc/mrc.h include/mrc/mrc.hpp include/mrc/mrc_api_ver.h lib/libmrc.so lib/libmrc.a \
-         lib/pkgconfig/mrc.pc lib/cmake/mrc/mrcConfig.cmake lib/cmake/mrc/mrcConfigVersion.cmake; do
+         lib/pkgconfig/mrc.pc lib/cmake/mrc/mrcConfig.cmake lib/cmake/mrc/mrcConfigVersion.cmake \
+         bin/mrc bin/mrc-testbed; do
   [ -e "$prefix/$f" ] || { echo "packaging: $f not installed"; exit 1; }
 done
+# The installed tools run from PATH without the source tree: `mrc testbed` finds the mrc-testbed
+# installed beside it (its usage text names the script), and `mrc --version` answers.
+PATH=$prefix/bin:$PATH mrc --version | grep -q '^mrc [0-9]' || { echo "packaging: installed mrc --version"; exit 1; }
+tb_help=$(env -u MRC_TESTBED PATH="$prefix/bin:$PATH" mrc testbed --help 2>&1 || true)
+echo "$tb_help" | grep -q 'usage: mrc-testbed' || { echo "packaging: installed mrc testbed: $tb_help"; exit 1; }
+mv "$prefix/bin/mrc-testbed" "$prefix/bin/mrc-testbed.moved"
+tb_help=$(MRC_TESTBED="$prefix/bin/mrc-testbed.moved" "$prefix/bin/mrc" testbed --help 2>&1 || true)
+echo "$tb_help" | grep -q 'usage: mrc-testbed' || { echo "packaging: MRC_TESTBED override: $tb_help"; exit 1; }
+mv "$prefix/bin/mrc-testbed.moved" "$prefix/bin/mrc-testbed"
 
 mkdir "$work/proj"
 cp "$examples/wimm_pingpong.c" "$work/proj/"

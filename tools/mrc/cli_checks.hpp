@@ -20,7 +20,7 @@ inline CLI::Validator uint_range(std::uint64_t lo, std::uint64_t hi) {
         const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
         errno = 0;
         const unsigned long long v = digits ? std::strtoull(s.c_str(), nullptr, 10) : 0;
-        if (!digits || errno == ERANGE || v < lo || v > hi) return "'" + s + "' is not " + range;
+        if (!digits || errno == ERANGE || v < lo || v > hi) return "must be " + range + ", got '" + s + "'";
         return {};
       },
       "UINT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", "uint_range");
@@ -37,7 +37,7 @@ inline CLI::Validator real_range(double lo, double hi, const std::string& what =
         const double v = s.empty() ? NAN : std::strtod(s.c_str(), &end);
         if (s.empty() || end == nullptr || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo ||
             v > hi)
-          return "'" + s + "' is not " + range;
+          return "must be " + range + ", got '" + s + "'";
         return {};
       },
       "NUMBER in [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]", "real_range");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cc/nscc.hpp"
+#include "cli_checks.hpp"
 #include "common/rng.hpp"
 #include "engine/endpoint.hpp"
 #include "engine/ev_sets.hpp"
@@ -449,16 +450,17 @@ CLI::App* add_demo_command(CLI::App& app, DemoOptions& opt) {
       "Exit status: 0 if the write completed and the data verified, 1 otherwise.");
   c->add_option("--size", opt.size, "Bytes to write (suffixes: KiB, MiB, GiB, ...)")
       ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
+      ->check(uint_range(1, std::uint64_t{4} << 30))
       ->capture_default_str();
   c->add_option("--planes", opt.planes, "Network planes (NIC ports)")
-      ->check(CLI::Range(1u, engine::kMaxPorts))
+      ->check(uint_range(1, engine::kMaxPorts))
       ->capture_default_str();
-  c->add_option("--paths", opt.paths, "Paths per plane")->check(CLI::Range(1u, 4096u))->capture_default_str();
+  c->add_option("--paths", opt.paths, "Paths per plane")->check(uint_range(1, 4096))->capture_default_str();
   c->add_option("--loss", opt.loss, "Random loss probability on every path (0.01 = 1%)")
-      ->check(CLI::Range(0.0, 0.5))
+      ->check(real_range(0.0, 0.5, "a loss probability"))
       ->capture_default_str();
   c->add_option("--seed", opt.seed, "Seed of every random choice (network and endpoints)")
+      ->check(uint_range(0, ~std::uint64_t{0}))
       ->capture_default_str();
   c->add_flag("--no-failure", opt.no_failure, "Keep every plane alive");
   c->add_flag("--json", opt.json, "Print the report as JSON");

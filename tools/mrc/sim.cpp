@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -302,6 +304,19 @@ std::string default_label(const sim::RunConfig& rc) {
 }
 
 Scenario load_scenario(const std::string& path) {
+  // toml++ reads a directory or an unreadable file as an empty document; say what is wrong instead
+  // of "missing [topology]".
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw ScenarioError(path + ": no such file");
+  if (std::filesystem::is_directory(st))
+    throw ScenarioError(path + ": is a directory (give a scenario .toml file, e.g. scenarios/perm128.toml)");
+  if (!std::filesystem::is_regular_file(st)) throw ScenarioError(path + ": not a regular file");
+  if (std::FILE* f = std::fopen(path.c_str(), "rb"); f == nullptr) {
+    throw ScenarioError(path + ": cannot be read: " + std::strerror(errno));
+  } else {
+    std::fclose(f);
+  }
   toml::table root;
   try {
     root = toml::parse_file(path);

@@ -26,10 +26,23 @@ CLI::App* add_testbed_command(CLI::App& app) {
   return g_testbed;
 }
 
+/// The script to run: $MRC_TESTBED if set; else an mrc-testbed beside this executable (an installed
+/// `mrc`, bin/mrc next to bin/mrc-testbed); else the source tree's copy this binary was built from.
+std::string testbed_script() {
+  if (const char* env = std::getenv("MRC_TESTBED"); env != nullptr && *env != '\0') return env;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<std::size_t>(n));
+    dir.resize(dir.rfind('/') + 1);
+    const std::string beside = dir + "mrc-testbed";
+    if (::access(beside.c_str(), R_OK) == 0) return beside;
+  }
+  return MRC_TESTBED_SCRIPT;
+}
+
 int run_testbed() {
-  // MRC_TESTBED overrides the script location (e.g. for an installed copy).
-  const char* env = std::getenv("MRC_TESTBED");
-  const std::string script = env != nullptr ? env : MRC_TESTBED_SCRIPT;
+  const std::string script = testbed_script();
   std::vector<std::string> args = g_testbed->remaining();
   std::vector<char*> argv;
   std::string bash = "bash";
