@@ -1,6 +1,7 @@
 #include "io/oob.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -131,6 +133,11 @@ std::vector<std::uint8_t> encode_values(std::span<const std::uint64_t> v) {
   return frame(OobType::kValues, b);
 }
 
+std::vector<std::uint8_t> encode_error(const std::string& text) {
+  const std::size_t n = std::min<std::size_t>(text.size(), kOobMaxError);
+  return frame(OobType::kError, std::vector<std::uint8_t>(text.begin(), text.begin() + static_cast<long>(n)));
+}
+
 bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32_t& body_len,
                    std::string& err) {
   Reader r{hdr};
@@ -152,11 +159,11 @@ bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32
     return false;
   }
   if (t != static_cast<std::uint16_t>(OobType::kConnInfo) &&
-      t != static_cast<std::uint16_t>(OobType::kValues)) {
+      t != static_cast<std::uint16_t>(OobType::kValues) && t != static_cast<std::uint16_t>(OobType::kError)) {
     err = "oob: unknown message type " + std::to_string(t);
     return false;
   }
-  if (len > kOobMaxBody) {
+  if (len > kOobMaxBody || (t == static_cast<std::uint16_t>(OobType::kError) && len > kOobMaxError)) {
     err = "oob: message body too large (" + std::to_string(len) + " bytes)";
     return false;
   }
@@ -274,10 +281,23 @@ std::optional<OobChannel> OobChannel::connect(const std::string& host, std::uint
   std::string last = "timed out";
   for (;;) {
     for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-      const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      // Non-blocking, so an address that never answers is bounded by the deadline too.
+      const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
       if (fd < 0) continue;
-      if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+      if (rc != 0 && errno == EINPROGRESS) {
+        const Time t = UdpEndpoint::now();
+        pollfd pfd{fd, POLLOUT, 0};
+        const int ms = t >= deadline ? 0 : static_cast<int>((deadline - t) / 1'000'000 + 1);
+        int soerr = ETIMEDOUT;
+        socklen_t sl = sizeof soerr;
+        if (::poll(&pfd, 1, ms) > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        rc = soerr == 0 ? 0 : -1;
+        errno = soerr;
+      }
+      if (rc == 0) {
         ::freeaddrinfo(res);
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         return OobChannel(fd);
@@ -354,6 +374,13 @@ bool OobChannel::recv_msg(OobType want, std::vector<std::uint8_t>& body, Duratio
   if (!decode_header(hdr, type, len, err)) return false;
   body.resize(len);
   if (len != 0 && !read_exact(body.data(), len, deadline, err)) return false;
+  if (type == OobType::kError && want != OobType::kError) {
+    // the peer's reason for ending the session, printable characters only
+    std::string text;
+    for (const std::uint8_t ch : body) text.push_back(ch >= 0x20 && ch < 0x7F ? static_cast<char>(ch) : '?');
+    err = "peer: " + text;
+    return false;
+  }
   if (type != want) {
     err = "oob: expected message type " + std::to_string(static_cast<int>(want)) + ", got " +
           std::to_string(static_cast<int>(type));
@@ -378,6 +405,10 @@ bool OobChannel::send_values(std::span<const std::uint64_t> v, std::string& err)
 bool OobChannel::recv_values(std::vector<std::uint64_t>& out, Duration timeout, std::string& err) {
   std::vector<std::uint8_t> body;
   return recv_msg(OobType::kValues, body, timeout, err) && decode_values_body(body, out, err);
+}
+
+bool OobChannel::send_error(const std::string& text, std::string& err) {
+  return send_raw(encode_error(text), err);
 }
 
 bool OobChannel::exchange(const ConnInfo& mine, ConnInfo& theirs, Duration timeout, std::string& err) {

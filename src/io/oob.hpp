@@ -7,6 +7,9 @@
 //                   planes 1 | per plane: family 1 (4 or 6) + 4 or 16 address bytes |
 //                   auth 1 (0 off, 1 on) | if on: this side's 128-bit transmit MAC key (16)
 //   kValues body:   count 4 | count x u64 (small control messages: parameters, barriers, checksums)
+//   kError body:    UTF-8 text, at most kOobMaxError bytes: why the sender is ending the session (a
+//                   refused parameter, a mismatch, a shutdown); a receive waiting for any other type
+//                   fails with "peer: " + that text
 // Every malformed or truncated message is reported with a message, never trusted.
 #pragma once
 #include <cstdint>
@@ -21,11 +24,12 @@
 namespace mrc::io {
 
 inline constexpr std::uint32_t kOobMagic = 0x4D52434Fu;  // "MRCO"
-inline constexpr std::uint16_t kOobVersion = 2;          // 2: authentication key
+inline constexpr std::uint16_t kOobVersion = 3;          // 2: authentication key; 3: kError
+inline constexpr std::uint32_t kOobMaxError = 1024;
 inline constexpr std::uint32_t kOobMaxBody = 1u << 16;
 inline constexpr std::uint16_t kOobDefaultPort = 18515;  // as perftest
 
-enum class OobType : std::uint16_t { kConnInfo = 1, kValues = 2 };
+enum class OobType : std::uint16_t { kConnInfo = 1, kValues = 2, kError = 3 };
 
 struct ConnInfo {
   std::uint32_t qpn = 0;
@@ -53,6 +57,8 @@ bool qp_auth(const ConnInfo& mine, const ConnInfo& theirs, engine::QpAuth& out, 
 /// Full framed message (header + body).
 std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c);
 std::vector<std::uint8_t> encode_values(std::span<const std::uint64_t> v);
+/// An error message (text cut to kOobMaxError bytes).
+std::vector<std::uint8_t> encode_error(const std::string& text);
 /// Checks the 12-byte header; on success gives type and body length.
 bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32_t& body_len,
                    std::string& err);
@@ -71,7 +77,8 @@ class OobChannel {
   OobChannel(const OobChannel&) = delete;
   OobChannel& operator=(const OobChannel&) = delete;
 
-  /// Connects to host:port, retrying refused/unreachable attempts until `timeout` has passed.
+  /// Connects to host:port, retrying refused/unreachable attempts until `timeout` has passed (an
+  /// attempt that gets no answer is also bounded by it).
   static std::optional<OobChannel> connect(const std::string& host, std::uint16_t port, Duration timeout,
                                            std::string& err);
   bool valid() const { return fd_ >= 0; }
@@ -81,6 +88,8 @@ class OobChannel {
   bool recv_conn_info(ConnInfo& out, Duration timeout, std::string& err);
   bool send_values(std::span<const std::uint64_t> v, std::string& err);
   bool recv_values(std::vector<std::uint64_t>& out, Duration timeout, std::string& err);
+  /// Tells the peer why this side ends the session (best effort: false if it could not be sent).
+  bool send_error(const std::string& text, std::string& err);
   /// Sends ours, then receives theirs (both sides may call it in any order).
   bool exchange(const ConnInfo& mine, ConnInfo& theirs, Duration timeout, std::string& err);
   /// Raw bytes, for tests of malformed input.

@@ -14,9 +14,12 @@
 // pattern, so a lost, misplaced or stale write always shows up as a mismatch. With the default
 // region (the whole transfer of a size, up to 1 GiB per QP) a count-mode run has no pause.
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -32,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "common/rng.hpp"
 #include "engine/ev_sets.hpp"
 #include "engine/qp.hpp"
@@ -45,13 +49,18 @@
 namespace mrc::tools {
 namespace {
 
-constexpr std::uint64_t kHello = 0x4D52435045524631ull;  // "MRCPERF1"
+constexpr std::uint64_t kHello = 0x4D52435045524632ull;  // "MRCPERF2": + the client's UDP port
 constexpr std::uint64_t kVerify = 0x5645524946590000ull;
 constexpr std::uint64_t kDone = 0x444F4E4500000000ull;
 constexpr std::uint32_t kPingBit = 0x80000000u;
 constexpr std::uint32_t kPongBit = 0x40000000u;
 constexpr std::uint32_t kRecvsPerQp = 512;
 constexpr Duration kOobTimeout = 30'000'000'000ull;
+/// Server: a session with no OOB message and no UDP datagram for this long has lost its client.
+constexpr Duration kSessionIdle = 60'000'000'000ull;
+constexpr int kExitUsage = 2;  ///< bad option or input, found before anything runs (tools/mrc/main.cpp)
+constexpr std::uint64_t kMaxIters = 1'000'000'000'000ull;
+constexpr double kMaxDuration = 86'400;
 constexpr Duration kStallLimit = 10'000'000'000ull;  // no completion for this long = give up
 constexpr std::uint32_t kMaxQps = 256;
 constexpr std::uint64_t kMaxRegion = 1ull << 30;       ///< per QP
@@ -94,9 +103,15 @@ struct PerfOptions {
   std::uint64_t seed = 1;
   std::uint32_t interval_ms = 0;  ///< goodput time series period (0 = off)
   std::uint64_t window = 0;       ///< per-QP region (0 = automatic)
+  std::uint16_t udp_port = 4791;  ///< this side's UDP receive port (the peer learns it out of band)
+  double connect_timeout = 5;     ///< client: seconds to wait for the server's TCP port
+  double hello_timeout = 10;      ///< server: seconds a new connection has to send its hello
+  bool once = false;              ///< server: serve one client, exit with its result
 };
 
 PerfOptions g_opt;
+std::unique_ptr<io::PcapWriter> g_pcap;  ///< --pcap, shared by every session of a server
+volatile sig_atomic_t g_stop = 0;        ///< server: the signal that asked it to stop (SIGINT, SIGTERM)
 
 double cpu_seconds() {
   rusage ru{};
@@ -127,8 +142,8 @@ std::vector<std::string> default_planes(int host) {
 /// Session state shared by both roles.
 struct Session {
   std::unique_ptr<io::UdpEndpoint> ep;
-  std::unique_ptr<io::PcapWriter> pcap;
-  std::vector<std::uint8_t> buf;  ///< qps x region
+  io::PcapWriter* pcap = nullptr;  ///< --pcap: opened once before any connection (g_pcap)
+  std::vector<std::uint8_t> buf;   ///< qps x region
   std::uint64_t region = 0;
   const engine::MemoryRegion* mr = nullptr;
   std::vector<std::uint32_t> qpns;
@@ -165,12 +180,41 @@ struct Params {  // what the client tells the server
   std::uint32_t ev_mode = 0;
   std::uint32_t planes = 4;
   std::uint64_t seed = 1;  ///< of the data pattern
+  std::uint32_t udp_port = 4791;
   std::vector<std::uint64_t> encode() const {
-    return {kHello, qps, region, pmtu, cc, evs_per_plane, backup_per_plane, timeout, ev_mode, planes, seed};
+    return {kHello,           qps,     region,  pmtu,   cc,   evs_per_plane,
+            backup_per_plane, timeout, ev_mode, planes, seed, udp_port};
   }
-  bool decode(const std::vector<std::uint64_t>& v, std::string& err) {
-    if (v.size() != 11 || v[0] != kHello) {
-      err = "client parameters: not an mrc perf hello";
+  /// False with `err` naming the refused parameter, its value and its range. `hello` tells whether
+  /// the values were an mrc perf hello at all (false: a stray connection, not a client).
+  bool decode(const std::vector<std::uint64_t>& v, bool& hello, std::string& err) {
+    hello = v.size() == 12 && v[0] == kHello;
+    if (!hello) {
+      err = "not an mrc perf hello (" + std::to_string(v.size()) + " values" +
+            (v.empty() ? std::string() : ", first " + std::to_string(v[0])) + ")";
+      return false;
+    }
+    const auto in = [&](const char* name, std::uint64_t x, std::uint64_t lo, std::uint64_t hi) {
+      if (x >= lo && x <= hi) return true;
+      err = std::string("client parameter ") + name + " = " + std::to_string(x) + " is out of range [" +
+            std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      return false;
+    };
+    if (!in("qps (-q)", v[1], 1, kMaxQps) || !in("region per QP (--window)", v[2], 1, kMaxRegion) ||
+        !in("pmtu (--pmtu)", v[3], 256, 4096) || !in("cc (--cc)", v[4], 0, 1) ||
+        !in("evs_per_plane (--evs)", v[5], 1, 256) || !in("backup_per_plane (--backup-evs)", v[6], 0, 256) ||
+        !in("timeout (--timeout)", v[7], 0, 24) || !in("ev_mode (--ev-mode)", v[8], 0, 2) ||
+        !in("planes (--local)", v[9], 1, engine::kMaxPorts) || !in("udp_port (--udp-port)", v[11], 1, 65535))
+      return false;
+    if ((v[3] & (v[3] - 1)) != 0) {
+      err = "client parameter pmtu (--pmtu) = " + std::to_string(v[3]) +
+            " is not a power of two in [256, 4096]";
+      return false;
+    }
+    if (v[2] * v[1] > kMaxRegionTotal) {
+      err = "client parameters region per QP (--window) " + std::to_string(v[2]) + " x qps (-q) " +
+            std::to_string(v[1]) + " exceed the limit of " + std::to_string(kMaxRegionTotal) +
+            " bytes (4 GiB) over all QPs";
       return false;
     }
     qps = static_cast<std::uint32_t>(v[1]);
@@ -183,12 +227,7 @@ struct Params {  // what the client tells the server
     ev_mode = static_cast<std::uint32_t>(v[8]);
     planes = static_cast<std::uint32_t>(v[9]);
     seed = v[10];
-    if (qps == 0 || qps > kMaxQps || region == 0 || region > kMaxRegion || region * qps > kMaxRegionTotal ||
-        pmtu < 256 || pmtu > 4096 || evs_per_plane == 0 || evs_per_plane > 256 || backup_per_plane > 256 ||
-        timeout > 24 || ev_mode > 2 || planes == 0 || planes > engine::kMaxPorts) {
-      err = "client parameters out of range";
-      return false;
-    }
+    udp_port = static_cast<std::uint32_t>(v[11]);
     return true;
   }
 };
@@ -237,17 +276,14 @@ bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std
   uc.engine.seed = o.seed * 2 + (o.server ? 1 : 2);
   uc.max_packet = prm.pmtu + 256;
   uc.gso_burst = o.gso;
+  uc.port = o.udp_port;
   if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, uc.impair, err)) return false;
   if (!o.impair.empty() && !io::parse_impair(o.impair, uc.impair, err)) return false;
   s.ep = io::UdpEndpoint::create(uc, err);
   if (!s.ep) return false;
-  if (!o.pcap.empty()) {
-    s.pcap = std::make_unique<io::PcapWriter>();
-    if (!s.pcap->open(o.pcap)) {
-      err = "pcap: " + s.pcap->error();
-      return false;
-    }
-    s.ep->set_pcap(s.pcap.get());
+  if (g_pcap) {
+    s.pcap = g_pcap.get();
+    s.ep->set_pcap(s.pcap);
   }
   s.region = prm.region;
   s.buf.assign(prm.qps * prm.region, 0);
@@ -290,9 +326,10 @@ io::ConnInfo local_info(const Session& s, std::size_t q, const std::vector<io::I
 }
 
 bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::vector<io::ConnInfo>& theirs,
-                 const std::vector<io::IpAddr>& remote_override, std::string& err) {
+                 const std::vector<io::IpAddr>& remote_override, std::uint16_t peer_udp_port,
+                 std::string& err) {
   const std::vector<io::IpAddr>& peer_addrs = remote_override.empty() ? theirs[0].planes : remote_override;
-  s.peer = s.ep->add_peer(peer_addrs);
+  s.peer = s.ep->add_peer(peer_addrs, peer_udp_port);
   if (s.peer == 0) {
     err = "peer plane addresses do not match the local planes (count or family)";
     return false;
@@ -400,66 +437,123 @@ bool choose_pmtu(const std::vector<io::IpAddr>& planes, std::uint32_t& pmtu, std
 // ------------------------------------------------------------------------------------------------
 // Server
 
-int run_server(const PerfOptions& o) {
+/// "ADDR:PORT" of the TCP peer on `fd` ("?" if the kernel does not say).
+std::string peer_name(int fd) {
+  sockaddr_in6 sa{};
+  socklen_t len = sizeof sa;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "?";
+  io::IpAddr a;
+  std::uint16_t port = 0;
+  if (sa.sin6_family == AF_INET) {
+    sockaddr_in s4{};
+    std::memcpy(&s4, &sa, sizeof s4);
+    a.family = AF_INET;
+    std::memcpy(a.bytes.data(), &s4.sin_addr, 4);
+    port = ntohs(s4.sin_port);
+  } else {
+    a.family = AF_INET6;
+    std::memcpy(a.bytes.data(), &sa.sin6_addr, 16);
+    port = ntohs(sa.sin6_port);
+  }
+  return (a.family == AF_INET6 ? "[" + a.str() + "]" : a.str()) + ":" + std::to_string(port);
+}
+
+/// Tells the peer why the session ends, then closes our side and waits (briefly) for the peer to
+/// close its own, so the message is read before any reset.
+void send_reason(io::OobChannel& ch, const std::string& why) {
+  std::string e;
+  if (!ch.send_error(why, e)) return;
+  ::shutdown(ch.fd(), SHUT_WR);
+  const Time until = io::UdpEndpoint::now() + 2'000'000'000ull;
+  std::uint8_t sink[4096];
+  for (Time t = io::UdpEndpoint::now(); t < until; t = io::UdpEndpoint::now()) {
+    pollfd pfd{ch.fd(), POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>((until - t) / 1'000'000 + 1)) <= 0) continue;
+    if (::recv(ch.fd(), sink, sizeof sink, 0) <= 0) break;
+  }
+}
+
+/// Waits for a message on `ch` for up to `timeout`, in slices, so a stop signal ends the wait.
+bool wait_readable(io::OobChannel& ch, Duration timeout, std::string& err) {
+  const Time until = io::UdpEndpoint::now() + timeout;
+  for (;;) {
+    if (g_stop != 0) {
+      err = "the server is stopping";
+      return false;
+    }
+    const Time t = io::UdpEndpoint::now();
+    if (t >= until) {
+      err = "no hello within " + CLI::detail::to_string(static_cast<double>(timeout) * 1e-9) +
+            " s (--hello-timeout)";
+      return false;
+    }
+    pollfd pfd{ch.fd(), POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(std::min<Duration>((until - t) / 1'000'000 + 1, 100))) > 0)
+      return true;
+  }
+}
+
+std::uint64_t rx_datagrams(const io::UdpEndpoint& ep) {
+  std::uint64_t n = 0;
+  for (const auto& c : ep.plane_counters()) n += c.rx_packets;
+  return n;
+}
+
+enum class SessionEnd { kCompleted, kFailed, kStray };
+
+/// One client, from its hello to its kDone (or the first error, which the client is told).
+SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptions& o,
+                         const std::vector<io::IpAddr>& local, const std::vector<io::IpAddr>& remote,
+                         const std::string& who) {
   std::string err;
-  io::OobListener l;
-  if (!l.listen(o.bind, o.oob_port, err)) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
-  }
-  if (!o.json) std::printf("mrc perf server: waiting on %s:%u\n", o.bind.c_str(), l.port());
-  std::fflush(stdout);
-  auto ch = l.accept(3600ull * 1'000'000'000ull, err);
-  if (!ch) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
-  }
   std::vector<std::uint64_t> vals;
   Params prm;
-  if (!ch->recv_values(vals, kOobTimeout, err) || !prm.decode(vals, err)) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
+  bool hello = false;
+  if (!wait_readable(ch, static_cast<Duration>(o.hello_timeout * 1e9), err) ||
+      !ch.recv_values(vals, kOobTimeout, err) || !prm.decode(vals, hello, err)) {
+    if (hello) {  // an mrc perf client whose parameters this server refuses: it is told why
+      std::fprintf(stderr, "mrc perf server: refused the client at %s: %s\n", who.c_str(), err.c_str());
+      send_reason(ch, "server refused the client: " + err);
+      return SessionEnd::kFailed;
+    }
+    std::fprintf(stderr, "mrc perf server: dropped the connection from %s: %s\n", who.c_str(), err.c_str());
+    if (g_stop == 0) send_reason(ch, "not an mrc perf client: " + err);
+    return SessionEnd::kStray;
   }
-  std::vector<io::IpAddr> local, remote;
-  if (!parse_addrs(o.local.empty() ? default_planes(1) : o.local, local, err) ||
-      !parse_addrs(o.remote, remote, err)) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
-  }
-  if (local.size() != prm.planes) {
-    std::fprintf(stderr, "mrc perf: client uses %u planes, server has %zu\n", prm.planes, local.size());
-    return 1;
-  }
-  if (std::uint32_t pmtu = prm.pmtu; !choose_pmtu(local, pmtu, err)) {
-    std::fprintf(stderr, "mrc perf: client's %s\n", err.c_str());
-    return 1;
-  }
+  const auto refuse = [&](const std::string& why) {
+    std::fprintf(stderr, "mrc perf server: session with %s failed: %s\n", who.c_str(), why.c_str());
+    send_reason(ch, "server: " + why);
+    return SessionEnd::kFailed;
+  };
+  if (local.size() != prm.planes)
+    return refuse("the client uses " + std::to_string(prm.planes) + " plane(s), this server has " +
+                  std::to_string(local.size()) + " (its --local); give both sides the same number of planes");
+  if (std::uint32_t pmtu = prm.pmtu; !choose_pmtu(local, pmtu, err))
+    return refuse("the client's --pmtu " + std::to_string(prm.pmtu) + " does not fit here: " + err);
   Session s;
-  if (!open_session(s, o, prm, local, err)) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
-  }
+  if (!open_session(s, o, prm, local, err)) return refuse(err);
   std::vector<io::ConnInfo> mine, theirs(prm.qps);
   for (std::uint32_t q = 0; q < prm.qps; ++q) mine.push_back(local_info(s, q, local));
   for (std::uint32_t q = 0; q < prm.qps; ++q) {
-    if (!ch->recv_conn_info(theirs[q], kOobTimeout, err) ||
-        ((theirs[q].auth || o.auth) && !add_auth_key(mine[q], err)) || !ch->send_conn_info(mine[q], err)) {
-      std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-      return 1;
-    }
+    if (!ch.recv_conn_info(theirs[q], kOobTimeout, err) ||
+        ((theirs[q].auth || o.auth) && !add_auth_key(mine[q], err)) || !ch.send_conn_info(mine[q], err))
+      return refuse(err);
   }
-  if (!connect_qps(s, mine, theirs, remote, err)) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
-  }
-  const std::uint64_t ready[] = {1};
-  if (!ch->send_values(ready, err)) {
-    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-    return 1;
-  }
+  if (!connect_qps(s, mine, theirs, remote, static_cast<std::uint16_t>(prm.udp_port), err))
+    return refuse(err);
+  const std::uint64_t ready[] = {1, o.udp_port};
+  if (!ch.send_values(ready, err)) return refuse(err);
+  std::fprintf(stderr, "mrc perf server: serving the client at %s (%u QP(s), %u plane(s))\n", who.c_str(),
+               prm.qps, prm.planes);
   double cpu0 = cpu_seconds();
   if (o.progress_thread) s.ep->start();
+  // The progress thread must stop before the session's endpoint goes, whatever the way out.
+  const auto stop_thread = [&] {
+    if (o.progress_thread) s.ep->stop();
+  };
   std::uint64_t pongs = 0, recvs = 0, verified = 0;
+  std::uint64_t rx_seen = 0;
+  Time last_activity = io::UdpEndpoint::now();
   for (std::uint64_t spin = 0;; ++spin) {
     if (!o.progress_thread) s.progress();
     engine::Completion c;
@@ -474,25 +568,54 @@ int run_server(const PerfOptions& o) {
         if (const int rc = s.ep->post_send(
                 c.qpn, s.write_wr(q, 1ull << 40, off, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
             rc != 0) {
-          std::fprintf(stderr, "mrc perf: pong refused: %s\n", std::strerror(rc));
-          return 1;
+          stop_thread();
+          return refuse(std::string("pong refused: ") + std::strerror(rc));
         }
         ++pongs;
       }
     }
     if ((spin & 1023) != 0) continue;
-    pollfd pfd{ch->fd(), POLLIN, 0};
-    if (::poll(&pfd, 1, 0) <= 0) continue;
-    if (!ch->recv_values(vals, kOobTimeout, err)) {
-      std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-      return 1;
+    const Time now = io::UdpEndpoint::now();
+    if (g_stop != 0) {
+      stop_thread();
+      return refuse(std::string("the server was stopped (") + (g_stop == SIGTERM ? "SIGTERM" : "SIGINT") +
+                    ")");
+    }
+    // Another client while this one runs: told to come back later, not queued in silence.
+    if (auto other = l.accept(0, err)) {
+      const std::string them = peer_name(other->fd());
+      std::fprintf(stderr, "mrc perf server: turned away %s: busy with %s\n", them.c_str(), who.c_str());
+      std::string e;
+      std::uint8_t sink[4096];  // its hello, read so that closing does not reset the connection
+      while (::recv(other->fd(), sink, sizeof sink, MSG_DONTWAIT) > 0) {
+      }
+      other->send_error("server busy with another client (" + who + "); try again when it is done", e);
+      ::shutdown(other->fd(), SHUT_WR);
+    }
+    if (const std::uint64_t rx = rx_datagrams(*s.ep); rx != rx_seen) {
+      rx_seen = rx;
+      last_activity = now;
+    }
+    pollfd pfd{ch.fd(), POLLIN, 0};
+    if (::poll(&pfd, 1, 0) <= 0) {
+      if (now - last_activity > kSessionIdle) {
+        stop_thread();
+        return refuse("nothing from the client for 60 s (no datagram, no control message)");
+      }
+      continue;
+    }
+    last_activity = now;
+    if (!ch.recv_values(vals, kOobTimeout, err)) {
+      stop_thread();
+      return refuse(err == "oob: peer closed the connection" ? "the client went away (closed its connection)"
+                                                             : err);
     }
     const bool verify =
         vals.size() == 2 + prm.qps && vals[0] == kVerify &&
         std::all_of(vals.begin() + 2, vals.end(), [&](std::uint64_t b) { return b <= s.region; });
     if (!verify && !(vals.size() == 1 && vals[0] == kDone)) {
-      std::fprintf(stderr, "mrc perf: unexpected control message\n");
-      return 1;
+      stop_thread();
+      return refuse("unexpected control message");
     }
     std::vector<std::uint64_t> reply;
     if (verify) {  // {kVerify, window, bytes written per QP}: mismatching bytes per QP
@@ -502,18 +625,19 @@ int run_server(const PerfOptions& o) {
       verified += std::accumulate(vals.begin() + 2, vals.end(), std::uint64_t{0});
       cpu0 += cpu_seconds() - cpu_before;  // the reported CPU time is the data path's
     } else {
-      if (o.progress_thread) s.ep->stop();
+      stop_thread();
       reply.push_back(static_cast<std::uint64_t>((cpu_seconds() - cpu0) * 1e6));
     }
-    if (!ch->send_values(reply, err)) {
-      std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
-      return 1;
+    if (!ch.send_values(reply, err)) {
+      stop_thread();
+      return refuse(err);
     }
     if (!verify) break;
   }
   if (o.json) {
     nlohmann::json j;
     j["role"] = "server";
+    j["client"] = who;
     j["recv_completions"] = recvs;
     j["pongs"] = pongs;
     j["verified_bytes"] = verified;
@@ -527,7 +651,78 @@ int run_server(const PerfOptions& o) {
         static_cast<unsigned long long>(verified), cpu_seconds() - cpu0);
     if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
   }
-  return 0;
+  std::fflush(stdout);
+  return SessionEnd::kCompleted;
+}
+
+extern "C" void perf_on_signal(int sig) {
+  g_stop = sig;
+}
+
+/// Serves clients one after another (--once: one client) until SIGINT / SIGTERM, then prints the
+/// summary. Connections that are not mrc perf clients are dropped and do not count.
+int run_server(const PerfOptions& o, const std::vector<io::IpAddr>& local,
+               const std::vector<io::IpAddr>& remote) {
+  std::string err;
+  io::OobListener l;
+  if (!l.listen(o.bind, o.oob_port, err)) {
+    std::fprintf(stderr, "mrc perf: %s\n", err.c_str());
+    return 1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = perf_on_signal;  // no SA_RESTART: a blocking poll returns at once
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  if (!o.json)
+    std::printf("mrc perf server: waiting on %s:%u (UDP port %u)%s\n", o.bind.c_str(), l.port(), o.udp_port,
+                o.once ? ", one client" : "; Ctrl-C ends it");
+  std::fflush(stdout);
+  std::uint64_t done = 0, failed = 0, stray = 0;
+  int last = 0;
+  while (g_stop == 0) {
+    auto ch = l.accept(200'000'000, err);
+    if (!ch) {
+      if (g_stop == 0 && err != "oob: no client connected in time" &&
+          err.find("Interrupted") == std::string::npos) {
+        std::fprintf(stderr, "mrc perf server: %s\n", err.c_str());
+        ::poll(nullptr, 0, 100);
+      }
+      continue;
+    }
+    const std::string who = peer_name(ch->fd());
+    const SessionEnd end = serve_session(l, *ch, o, local, remote, who);
+    ch.reset();  // closed before the next client is taken
+    if (end == SessionEnd::kStray) {
+      ++stray;
+      continue;
+    }
+    ++(end == SessionEnd::kCompleted ? done : failed);
+    last = end == SessionEnd::kCompleted ? 0 : 1;
+    if (o.once) return last;
+    if (!o.json && g_stop == 0) std::printf("mrc perf server: waiting for the next client\n");
+    std::fflush(stdout);
+  }
+  const char* sig = g_stop == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (o.json) {
+    nlohmann::json j;
+    j["role"] = "server";
+    j["summary"] = {{"stopped_by", sig},
+                    {"sessions", done + failed},
+                    {"completed", done},
+                    {"failed", failed},
+                    {"stray_connections", stray}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf(
+        "mrc perf server: stopped by %s: %llu session(s), %llu completed, %llu failed; %llu stray "
+        "connection(s) dropped\n",
+        sig, static_cast<unsigned long long>(done + failed), static_cast<unsigned long long>(done),
+        static_cast<unsigned long long>(failed), static_cast<unsigned long long>(stray));
+  }
+  std::fflush(stdout);
+  (void)last;
+  return failed == 0 ? 0 : 1;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -542,8 +737,12 @@ struct Interval {
 
 struct SizeResult {
   std::uint64_t bytes = 0, iterations = 0;
-  double seconds = 0, gbps = 0, mpps = 0, pps = 0, cpu_s = 0;
-  std::uint64_t packets = 0, rtx = 0;
+  double seconds = 0;    ///< elapsed minus the verification pauses: what the rates are over
+  double elapsed_s = 0;  ///< real time from the first post to the last completion
+  double gbps = 0, mpps = 0, pps = 0, cpu_s = 0;
+  std::uint64_t packets = 0;    ///< data packets sent (first transmissions and retransmissions)
+  std::uint64_t datagrams = 0;  ///< every UDP datagram sent (data, ACK/SACK/NACK, probes)
+  std::uint64_t rtx = 0;
   std::vector<Interval> intervals;
 };
 
@@ -557,6 +756,16 @@ double unix_now() {
 std::uint64_t tx_packets(const io::UdpEndpoint& ep) {
   std::uint64_t n = 0;
   for (const auto& c : ep.plane_counters()) n += c.tx_packets;
+  return n;
+}
+
+/// Data packets sent by the session's QPs (new data and retransmissions; no ACKs or probes).
+std::uint64_t data_packets(const Session& s) {
+  std::uint64_t n = 0;
+  for (const std::uint32_t qpn : s.qpns) {
+    const auto& c = s.ep->engine().qp(qpn)->counters();
+    n += c.tx_data + c.tx_rtx;
+  }
   return n;
 }
 
@@ -621,20 +830,25 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
     for (std::size_t q = 0; q < nq; ++q) written[q] = std::min(posted[q] - base[q], slots) * size;
     return v.check(written, err);
   };
-  const std::uint64_t pk0 = tx_packets(*s.ep), rtx0 = rtx_total(s);
+  const std::uint64_t pk0 = data_packets(s), dg0 = tx_packets(*s.ep), rtx0 = rtx_total(s);
   start_window();
   const Duration pause0 = v.pause;
   double cpu0 = cpu_seconds();  // the reported CPU time leaves pattern work out
   const Time t0 = io::UdpEndpoint::now();
-  Time stop_at = timed ? t0 + static_cast<Time>(o.duration * 1e9) : kNever;
+  const double unix0 = unix_now();
+  // -D: posting stops at the deadline, pauses included; the drain of what is in flight follows.
+  const Time stop_at = timed ? t0 + static_cast<Time>(o.duration * 1e9) : kNever;
   Time last_progress = t0;
+  // --interval: bins on a fixed grid from t0 ([t0 + k*iv, t0 + (k+1)*iv)); the last one ends at the
+  // last completion. A bin's rate is over its real length (a verification pause inside it counts).
   const Duration iv = static_cast<Duration>(o.interval_ms) * 1'000'000;
   Time iv_start = t0;
   std::uint64_t iv_bytes = 0, iv_rtx = rtx0;
-  const auto close_interval = [&](Time t) {
+  const auto close_interval = [&](Time end) {
     const std::uint64_t rtx = rtx_total(s);
-    r.intervals.push_back(Interval{static_cast<double>(t - t0) * 1e-9, unix_now(),
-                                   static_cast<double>(t - iv_start) * 1e-6, iv_bytes, rtx - iv_rtx});
+    r.intervals.push_back(Interval{static_cast<double>(end - t0) * 1e-9,
+                                   unix0 + static_cast<double>(end - t0) * 1e-9,
+                                   static_cast<double>(end - iv_start) * 1e-6, iv_bytes, rtx - iv_rtx});
     const Interval& x = r.intervals.back();
     const double gbps = static_cast<double>(x.bytes) * 8e-6 / x.ms;
     if (!o.json) {
@@ -647,10 +861,14 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
                    x.t_s, x.unix_s, x.ms, static_cast<unsigned long long>(x.bytes), gbps,
                    static_cast<unsigned long long>(x.rtx));
     }
-    iv_start = t;
+    iv_start = end;
     iv_bytes = 0;
     iv_rtx = rtx;
   };
+  const auto close_due = [&](Time t) {
+    while (iv != 0 && t >= iv_start + iv) close_interval(iv_start + iv);
+  };
+  std::uint64_t loops = 0;
   bool posting = true;
   for (;;) {
     const Time t = io::UdpEndpoint::now();
@@ -678,15 +896,17 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
       // Region used up: check it, refill it with the next window's pattern, go on.
       const Duration before = v.pause;
       const double cpu_before = cpu_seconds();
-      if (iv != 0) close_interval(t);
       if (!end_window()) return false;
       start_window();
       cpu0 += cpu_seconds() - cpu_before;
-      const Duration paused = v.pause - before;
-      if (stop_at != kNever) stop_at += paused;
-      iv_start += paused;
-      last_progress += paused;
+      last_progress += v.pause - before;
       continue;
+    }
+    // The server never speaks unasked: anything readable is its reason for ending the session.
+    if ((++loops & 1023) == 0 && v.ch != nullptr) {
+      pollfd pfd{v.ch->fd(), POLLIN, 0};
+      std::vector<std::uint64_t> junk;
+      if (::poll(&pfd, 1, 0) > 0 && !v.ch->recv_values(junk, kOobTimeout, err)) return false;
     }
     s.progress();
     engine::Completion c;
@@ -703,15 +923,17 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
       iv_bytes += size;
       last_progress = t;
     }
-    if (iv != 0 && t - iv_start >= iv) close_interval(t);
+    close_due(t);
     if (t - last_progress > kStallLimit) {
       err = "no completion for 10 s (is the server reachable on every plane?)";
       return false;
     }
   }
   const Time t1 = io::UdpEndpoint::now();
-  if (iv != 0 && iv_bytes != 0) close_interval(t1);
+  close_due(t1);
+  if (iv != 0 && t1 > iv_start) close_interval(t1);
   const Duration active = t1 - t0 - (v.pause - pause0);
+  r.elapsed_s = static_cast<double>(t1 - t0) * 1e-9;
   r.cpu_s = cpu_seconds() - cpu0;
   if (!end_window()) return false;
   r.bytes = size;
@@ -720,7 +942,8 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
   r.seconds = static_cast<double>(active) * 1e-9;
   r.gbps = static_cast<double>(r.iterations * size) * 8 / r.seconds * 1e-9;
   r.mpps = static_cast<double>(r.iterations) / r.seconds * 1e-6;
-  r.packets = tx_packets(*s.ep) - pk0;
+  r.packets = data_packets(s) - pk0;
+  r.datagrams = tx_packets(*s.ep) - dg0;
   r.pps = static_cast<double>(r.packets) / r.seconds;
   r.rtx = rtx_total(s) - rtx0;
   return true;
@@ -772,37 +995,70 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(idx, v.size() - 1)];
 }
 
+struct LatencyStats {
+  double min = 0, avg = 0, p50 = 0, p99 = 0, max = 0, stdev = 0;  ///< microseconds
+};
+
+LatencyStats latency_stats(const std::vector<double>& v) {
+  LatencyStats r;
+  if (v.empty()) return r;
+  r.min = *std::min_element(v.begin(), v.end());
+  r.max = *std::max_element(v.begin(), v.end());
+  r.avg = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double sq = 0;
+  for (const double x : v) sq += (x - r.avg) * (x - r.avg);
+  r.stdev = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0;  // sample stdev
+  r.p50 = percentile(v, 50);
+  r.p99 = percentile(v, 99);
+  return r;
+}
+
 int fail(const std::string& msg) {
   std::fprintf(stderr, "mrc perf: %s\n", msg.c_str());
   return 1;
 }
 
-int run_client(const PerfOptions& o) {
-  std::string err;
-  std::vector<io::IpAddr> local, remote;
-  if (!parse_addrs(o.local.empty() ? default_planes(2) : o.local, local, err) ||
-      !parse_addrs(o.remote, remote, err))
-    return fail(err);
+std::string size_text(std::uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= (1ull << 10) && b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+/// What the client runs, worked out (and checked) before it connects.
+struct ClientPlan {
   std::vector<std::uint64_t> sizes;
-  if (o.all_sizes) {
-    for (std::uint64_t b = 2; b <= (8u << 20); b <<= 1) sizes.push_back(b);
-  } else {
-    sizes.push_back(o.size);
-  }
-  const std::uint64_t max_size = *std::max_element(sizes.begin(), sizes.end());
-  if (max_size == 0 || max_size > kMaxRegion) return fail("message size must be 1 B .. 1 GiB");
-  if (o.pmtu != 0 && o.pmtu < 256) return fail("--pmtu must be 256 .. 4096 (0 = from the interface MTU)");
   Params prm;
+};
+
+bool plan_client(const PerfOptions& o, const std::vector<io::IpAddr>& local, ClientPlan& pl,
+                 std::string& err) {
+  if (o.all_sizes) {
+    for (std::uint64_t b = 2; b <= (8u << 20); b <<= 1) pl.sizes.push_back(b);
+  } else {
+    pl.sizes.push_back(o.size);
+  }
+  const std::uint64_t max_size = *std::max_element(pl.sizes.begin(), pl.sizes.end());
+  Params& prm = pl.prm;
   prm.qps = o.qps;
   // Default region: a whole count-mode transfer (no verification pause), within the memory caps.
   std::uint64_t need = o.duration > 0 ? kTimedRegion : 0;
-  for (const std::uint64_t sz : sizes) need = std::max(need, o.duration > 0 ? 0 : sz * o.iters);
+  for (const std::uint64_t sz : pl.sizes) need = std::max(need, o.duration > 0 ? 0 : sz * o.iters);
   prm.region = o.window != 0 ? o.window : std::min({need, kMaxRegion, kMaxRegionTotal / o.qps});
   prm.region = std::max({prm.region, max_size, std::uint64_t{o.lat_size}, std::uint64_t{4096}});
-  if (prm.region > kMaxRegion || prm.region * o.qps > kMaxRegionTotal)
-    return fail("--window: at most 1 GiB per QP and 4 GiB over all QPs");
+  if (prm.region * o.qps > kMaxRegionTotal) {
+    // Name what the user gave: the per-QP region is at least one message (-s / -a) or --window.
+    const std::string what = o.window != 0 && o.window >= max_size
+                                 ? "--window " + size_text(o.window) + " per QP"
+                                 : (o.all_sizes ? "-a (messages up to 8 MiB)" : "-s " + size_text(max_size)) +
+                                       " (each QP's region holds at least one message)";
+    err =
+        what + " x -q " + std::to_string(o.qps) + " = " + size_text(prm.region * o.qps) +
+        ", more than the 4 GiB limit over all QPs (allocated on both sides); use fewer QPs or a smaller size";
+    return false;
+  }
   prm.pmtu = o.pmtu;
-  if (!choose_pmtu(local, prm.pmtu, err)) return fail(err);
+  if (!choose_pmtu(local, prm.pmtu, err)) return false;
   prm.seed = o.seed;
   prm.cc = o.cc == "nscc" ? 1 : 0;
   prm.evs_per_plane = o.evs_per_plane;
@@ -810,12 +1066,37 @@ int run_client(const PerfOptions& o) {
   prm.timeout = o.timeout;
   prm.ev_mode = o.ev_mode == "srv6" ? 2 : o.ev_mode == "stev" ? 1 : 0;
   prm.planes = static_cast<std::uint32_t>(local.size());
-  if (!prm.decode(prm.encode(), err)) return fail(err);
+  prm.udp_port = o.udp_port;
+  bool hello = false;
+  return prm.decode(prm.encode(), hello, err);
+}
 
-  auto ch = io::OobChannel::connect(o.client_host, o.oob_port, kOobTimeout, err);
-  if (!ch) return fail(err);
+/// A message from the server ("peer: ...") reads as the server's.
+std::string from_server(const std::string& err) {
+  return err.rfind("peer: ", 0) == 0 ? "the server ended the session: " + err.substr(6) : err;
+}
+
+int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
+               const std::vector<io::IpAddr>& remote, const ClientPlan& pl) {
+  std::string err;
+  const std::vector<std::uint64_t>& sizes = pl.sizes;
+  const Params& prm = pl.prm;
+  const std::string where = o.client_host + ":" + std::to_string(o.oob_port);
+  std::fprintf(stderr,
+               "mrc perf: waiting for the mrc perf server at %s (up to %s s, --connect-timeout) ...\n",
+               where.c_str(), CLI::detail::to_string(o.connect_timeout).c_str());
+  auto ch =
+      io::OobChannel::connect(o.client_host, o.oob_port, static_cast<Duration>(o.connect_timeout * 1e9), err);
+  if (!ch) {
+    const std::size_t colon = err.rfind(": ");
+    const std::string why = colon == std::string::npos ? err : err.substr(colon + 2);
+    return fail("no mrc perf server answered at " + where + " within " +
+                CLI::detail::to_string(o.connect_timeout) + " s (" + why +
+                "); start `mrc perf --server` there, check --client and -p/--port, or wait longer with "
+                "--connect-timeout");
+  }
   const std::vector<std::uint64_t> hello = prm.encode();
-  if (!ch->send_values(hello, err)) return fail(err);
+  if (!ch->send_values(hello, err)) return fail(from_server(err));
   Session s;
   if (!open_session(s, o, prm, local, err)) return fail(err);
   std::vector<io::ConnInfo> mine, theirs(prm.qps);
@@ -825,12 +1106,17 @@ int run_client(const PerfOptions& o) {
       if (!add_auth_key(m, err)) return fail(err);
   for (std::uint32_t q = 0; q < prm.qps; ++q)
     if (!ch->send_conn_info(mine[q], err) || !ch->recv_conn_info(theirs[q], kOobTimeout, err))
-      return fail(err);
-  for (const auto& t : theirs)
-    if (t.length < prm.region) return fail("server region smaller than requested");
-  if (!connect_qps(s, mine, theirs, remote, err)) return fail(err);
+      return fail(from_server(err));
+  for (std::uint32_t q = 0; q < prm.qps; ++q) {
+    engine::QpAuth a;
+    if (theirs[q].length < prm.region) return fail("server region smaller than requested");
+    if (!io::qp_auth(mine[q], theirs[q], a, err)) return fail(err);
+  }
   std::vector<std::uint64_t> vals;
-  if (!ch->recv_values(vals, kOobTimeout, err)) return fail(err);
+  if (!ch->recv_values(vals, kOobTimeout, err)) return fail(from_server(err));
+  if (vals.size() != 2 || vals[0] != 1 || vals[1] == 0 || vals[1] > 65535)
+    return fail("bad ready message from the server");
+  if (!connect_qps(s, mine, theirs, remote, static_cast<std::uint16_t>(vals[1]), err)) return fail(err);
 
   if (!o.json) {
     std::printf(
@@ -838,8 +1124,8 @@ int run_client(const PerfOptions& o) {
         o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
         o.gso ? std::to_string(o.gso).c_str() : "off",
         s.ep->config().impair.enabled() ? (", impair " + io::to_string(s.ep->config().impair)).c_str() : "");
-    std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
-                "MsgRate[Mpps]", "Pkt/s", "CPU[s]", "rtx");
+    std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
+                "MsgRate[Mpps]", "DataPkt/s", "Time[s]", "CPU[s]", "rtx");
   }
   // A failed run still shows its counters (with --metrics): they say why it stalled.
   auto fail_run = [&](const std::string& msg) {
@@ -853,26 +1139,27 @@ int run_client(const PerfOptions& o) {
   v.ready.assign(prm.qps, 0);
   for (const std::uint64_t size : sizes) {
     SizeResult r;
-    if (!run_bw(s, o, size, v, r, err)) return fail_run(err);
+    if (!run_bw(s, o, size, v, r, err)) return fail_run(from_server(err));
     results.push_back(r);
     if (!o.json) {
-      std::printf("%-12llu %-12llu %-12.3f %-14.6f %-12.0f %-10.3f %-8llu\n",
+      std::printf("%-12llu %-12llu %-12.3f %-14.6f %-12.0f %-10.3f %-10.3f %-8llu\n",
                   static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.iterations),
-                  r.gbps, r.mpps, r.pps, r.cpu_s, static_cast<unsigned long long>(r.rtx));
+                  r.gbps, r.mpps, r.pps, r.elapsed_s, r.cpu_s, static_cast<unsigned long long>(r.rtx));
       std::fflush(stdout);
     }
   }
   std::vector<double> rtt;
-  if (o.lat_iters > 0 && !run_latency(s, o, v, rtt, err)) return fail_run(err);
+  if (o.lat_iters > 0 && !run_latency(s, o, v, rtt, err)) return fail_run(from_server(err));
   const std::uint64_t done_msg[] = {kDone};
-  if (!ch->send_values(done_msg, err) || !ch->recv_values(vals, kOobTimeout, err)) return fail(err);
+  if (!ch->send_values(done_msg, err) || !ch->recv_values(vals, kOobTimeout, err))
+    return fail(from_server(err));
   if (vals.size() != 1) return fail("bad final reply");
   const double server_cpu = static_cast<double>(vals[0]) * 1e-6;
   std::uint64_t moved = 0;  // bandwidth phase + pings, every byte of which was checked
   for (const auto& r : results) moved += r.bytes * r.iterations;
   moved += std::min<std::uint64_t>(prm.region / o.lat_size, o.lat_iters) * o.lat_size;
   const bool verified = v.bad == 0 && v.checked == moved;
-  const double p50 = percentile(rtt, 50), p99 = percentile(rtt, 99);
+  const LatencyStats lat = latency_stats(rtt);
   if (o.json) {
     nlohmann::json j;
     j["role"] = "client";
@@ -892,8 +1179,10 @@ int run_client(const PerfOptions& o) {
                     {"seconds", r.seconds},
                     {"bw_gbps", r.gbps},
                     {"msg_rate_mpps", r.mpps},
+                    {"elapsed_s", r.elapsed_s},
                     {"packets", r.packets},
                     {"packets_per_s", r.pps},
+                    {"datagrams", r.datagrams},
                     {"cpu_s", r.cpu_s},
                     {"retransmissions", r.rtx}});
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -909,7 +1198,9 @@ int run_client(const PerfOptions& o) {
       rs[i]["intervals"] = iv;
     }
     j["results"] = rs;
-    j["latency"] = {{"iterations", rtt.size()}, {"size", o.lat_size}, {"p50_us", p50}, {"p99_us", p99}};
+    j["latency"] = {{"iterations", rtt.size()}, {"size", o.lat_size},   {"min_us", lat.min},
+                    {"avg_us", lat.avg},        {"p50_us", lat.p50},    {"p99_us", lat.p99},
+                    {"max_us", lat.max},        {"stdev_us", lat.stdev}};
     j["verified"] = verified;
     j["bytes_moved"] = moved;
     j["verified_bytes"] = v.checked;
@@ -921,8 +1212,10 @@ int run_client(const PerfOptions& o) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     if (!rtt.empty())
-      std::printf("latency (WRITE_IMM ping-pong, %u B, %zu round trips): p50 %.1f us  p99 %.1f us\n",
-                  o.lat_size, rtt.size(), p50, p99);
+      std::printf(
+          "latency (WRITE_IMM ping-pong, %u B, %zu round trips): min %.1f us  avg %.1f us  p50 %.1f us  p99 "
+          "%.1f us  max %.1f us  stdev %.1f us\n",
+          o.lat_size, rtt.size(), lat.min, lat.avg, lat.p50, lat.p99, lat.max, lat.stdev);
     std::printf(
         "server CPU %.3f s; data %s: %llu of %llu bytes checked byte for byte in %llu window(s), %llu "
         "mismatched\n",
@@ -932,9 +1225,38 @@ int run_client(const PerfOptions& o) {
     if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
   }
   if (s.pcap) s.pcap->close();
-  return verified ? 0 : 2;
+  return verified ? 0 : 1;
 }
 
+}  // namespace
+
+namespace {
+/// --pmtu: 0 (from the interface MTU) or a power of two in [256, 4096], the engine's path MTUs.
+CLI::Validator pmtu_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const bool digits =
+            !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
+        const unsigned long x = digits ? std::stoul(v) : 1;
+        if (digits && (x == 0 || (x >= 256 && x <= 4096 && (x & (x - 1)) == 0))) return {};
+        return "'" + v +
+               "' is not 0 (auto: from the interface MTU) or one of 256, 512, 1024, 2048, 4096 (a power "
+               "of two in [256, 4096])";
+      },
+      "0|256|512|1024|2048|4096", "pmtu");
+}
+/// --gso: 0 (off) or 2..64 packets per burst.
+CLI::Validator gso_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const bool digits =
+            !v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos;
+        const unsigned long x = digits ? std::stoul(v) : 1;
+        if (digits && (x == 0 || (x >= 2 && x <= 64))) return {};
+        return "'" + v + "' is not 0 (off) or an integer in [2, 64]";
+      },
+      "0|2..64", "gso");
+}
 }  // namespace
 
 CLI::App* add_perf_command(CLI::App& app) {
@@ -943,53 +1265,86 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->footer(
       "Start `mrc perf --server` on one host and `mrc perf --client HOST` on the other (or both on one\n"
       "host: the default planes are 127.0.{1..4}.1 for the server and 127.0.{1..4}.2 for the client).\n"
-      "The server compares every byte written with the client's pattern (see --window).\n"
-      "Exit status: 0 when every transfer completed and the server's data matched, 2 on a mismatch,\n"
-      "1 on errors.");
+      "The server serves one client after another until SIGINT/SIGTERM (then prints a summary), or one\n"
+      "client with --once. The server compares every byte written with the client's pattern (see --window).\n"
+      "Exit status: 0 when every transfer completed and the server's data matched, 1 when the run failed\n"
+      "(a mismatch, a refused or lost session), 2 on a bad option (found before connecting).");
   auto* role = c->add_option_group("role");
-  role->add_flag("--server", o.server, "Run the server side (waits for one client)");
+  role->add_flag("--server", o.server, "Run the server side (serves clients one after another)");
   role->add_option("--client", o.client_host, "Run the client side against this server (OOB host)");
   role->require_option(1);
+  c->add_flag("--once", o.once, "Server: serve one client, then exit with its result");
   c->add_option("--bind", o.bind, "Server: address of the TCP out-of-band listener")->capture_default_str();
-  c->add_option("-p,--port", o.oob_port, "TCP out-of-band port")->capture_default_str();
+  c->add_option("-p,--port", o.oob_port, "TCP out-of-band port (server: 0 = any free port, printed)")
+      ->check(uint_range(0, 65535))
+      ->capture_default_str();
+  c->add_option("--udp-port", o.udp_port,
+                "UDP port this side's endpoint receives on (4791, the RoCEv2 port, by default); the peer "
+                "learns it out of band, so the two sides may differ")
+      ->check(uint_range(1, 65535))
+      ->capture_default_str();
+  c->add_option("--connect-timeout", o.connect_timeout,
+                "Client: seconds to keep trying to reach the server's TCP port")
+      ->check(real_range(0.1, 3600, "seconds"))
+      ->capture_default_str();
+  c->add_option("--hello-timeout", o.hello_timeout,
+                "Server: seconds a new connection has to send its hello before it is dropped")
+      ->check(real_range(0.1, 3600, "seconds"))
+      ->capture_default_str();
   c->add_option("--local", o.local, "Local plane addresses, one per plane (comma separated)")->delimiter(',');
   c->add_option("--remote", o.remote, "Peer plane addresses (default: what the peer announces)")
       ->delimiter(',');
   c->add_flag("-a,--all", o.all_sizes, "Sweep message sizes 2 B .. 8 MiB");
-  c->add_option("-s,--size", o.size, "Message size (suffixes KiB, MiB)")
+  // CLI11 runs transforms before checks: "1GiB" becomes 1073741824, then the range applies.
+  c->add_option("-s,--size", o.size, "Message size, 1 B .. 1 GiB (suffixes KiB, MiB, GiB)")
       ->transform(CLI::AsSizeValue(false))
+      ->check(uint_range(1, kMaxRegion))
       ->capture_default_str();
-  c->add_option("-n,--iters", o.iters, "Messages per QP and size")->capture_default_str();
-  c->add_option("-D,--duration", o.duration, "Seconds per size instead of a message count");
-  c->add_option("-q,--qps", o.qps, "Number of QPs")->check(CLI::Range(1u, kMaxQps))->capture_default_str();
+  c->add_option("-n,--iters", o.iters, "Messages per QP and size")
+      ->check(uint_range(1, kMaxIters))
+      ->capture_default_str();
+  c->add_option("-D,--duration", o.duration, "Seconds per size instead of a message count")
+      ->check(real_range(0.001, kMaxDuration, "seconds"));
+  c->add_option("-q,--qps", o.qps, "Number of QPs")->check(uint_range(1, kMaxQps))->capture_default_str();
   c->add_flag("--imm", o.imm, "Use RDMA WRITE_WITH_IMM for the bandwidth test");
   c->add_option("-t,--tx-depth", o.tx_depth, "Outstanding work requests per QP")
-      ->check(CLI::Range(1u, 4096u))
+      ->check(uint_range(1, 4096))
       ->capture_default_str();
   c->add_option("--lat-iters", o.lat_iters, "WRITE_IMM ping-pong round trips (0 = skip)")
+      ->check(uint_range(0, 10'000'000))
       ->capture_default_str();
   c->add_option("--lat-size", o.lat_size, "Ping-pong message size")
-      ->check(CLI::Range(1u, 1u << 20))
+      ->check(uint_range(1, 1u << 20))
       ->capture_default_str();
-  c->add_option("-m,--mtu,--pmtu", o.pmtu,
-                "Payload bytes per packet (256..4096; default: the largest power of two whose datagram fits "
-                "every plane's interface MTU)")
-      ->check(CLI::Range(0u, 4096u));
+  c->add_option(
+       "-m,--mtu,--pmtu", o.pmtu,
+       "Payload bytes per packet: 256, 512, 1024, 2048 or 4096 (default 0: the largest whose datagram "
+       "fits every plane's interface MTU)")
+      ->check(pmtu_check());
   c->add_option("--cc", o.cc, "Congestion control")
       ->check(CLI::IsMember({"none", "nscc"}))
       ->capture_default_str();
-  c->add_option("--rate", o.rate_gbps, "Per-plane rate for NSCC, Gb/s")->capture_default_str();
-  c->add_option("--evs", o.evs_per_plane, "Active EVs per plane")->capture_default_str();
+  c->add_option("--rate", o.rate_gbps, "Per-plane rate for NSCC, Gb/s")
+      ->check(real_range(0.001, 1000, "Gb/s"))
+      ->capture_default_str();
+  c->add_option("--evs", o.evs_per_plane, "Active EVs per plane")
+      ->check(uint_range(1, 256))
+      ->capture_default_str();
   c->add_option("--interval", o.interval_ms,
                 "Goodput every MS milliseconds (completed bytes): a column, or with --json \"intervals\" in "
                 "the report and one JSON line per interval on stderr as it ends")
-      ->check(CLI::Range(1u, 60'000u));
+      ->check(uint_range(1, 60'000));
   c->add_option("--window", o.window,
-                "Bytes per QP written between two verifications (default: the whole transfer up to 1 GiB; "
-                "256 MiB with -D)")
-      ->transform(CLI::AsSizeValue(false));
-  c->add_option("--backup-evs", o.backup_per_plane, "Backup EVs per plane")->capture_default_str();
-  c->add_option("--timeout", o.timeout, "QP timeout exponent (RTO = 1.024 us * 2^t)")->capture_default_str();
+                "Bytes per QP written between two verifications, 4 KiB .. 1 GiB (default: the whole transfer "
+                "up to 1 GiB; 256 MiB with -D)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(uint_range(4096, kMaxRegion));
+  c->add_option("--backup-evs", o.backup_per_plane, "Backup EVs per plane")
+      ->check(uint_range(0, 256))
+      ->capture_default_str();
+  c->add_option("--timeout", o.timeout, "QP timeout exponent (RTO = 1.024 us * 2^t)")
+      ->check(uint_range(0, 24))
+      ->capture_default_str();
   c->add_option("--ev-mode", o.ev_mode,
                 "EV placement: udp (source port), stev (IPv6 flow label) or srv6 (uSID carrier address; "
                 "needs --srv6-paths and root)")
@@ -1005,6 +1360,7 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->add_option("--gso", o.gso,
                 "UDP segmentation offload: each QP sends N packets on one EV and they leave as one GSO send; "
                 "GRO on receive (0 = off, 2..64)")
+      ->check(gso_check())
       ->capture_default_str();
   c->add_option("--impair", o.impair,
                 "Receive impairment, e.g. drop=1%,reorder=2%,dup=1%,trim=1%,delay=20us");
@@ -1015,17 +1371,65 @@ CLI::App* add_perf_command(CLI::App& app) {
               "Print the endpoint's counters at the end (Prometheus text or JSON; as JSON on stderr when the "
               "run fails)");
   c->add_flag("--json", o.json, "Print the report as JSON");
-  c->add_option("--seed", o.seed, "Seed of the data pattern and the endpoints")->capture_default_str();
+  c->add_option("--seed", o.seed, "Seed of the data pattern and the endpoints")
+      ->check(uint_range(0, UINT64_MAX))
+      ->capture_default_str();
   return c;
 }
 
+namespace {
+int usage(const std::string& msg) {
+  std::fprintf(stderr, "mrc perf: %s\n", msg.c_str());
+  return kExitUsage;
+}
+}  // namespace
+
 int run_perf() {
-  // Reject a bad impairment before any connection is made.
+  // Everything that can be checked on this side is, before any connection is made (exit 2).
+  const PerfOptions& o = g_opt;
   io::ImpairConfig imp;
   std::string err;
-  if (!g_opt.impair_file.empty() && !io::load_impair_file(g_opt.impair_file, imp, err)) return fail(err);
-  if (!g_opt.impair.empty() && !io::parse_impair(g_opt.impair, imp, err)) return fail(err);
-  return g_opt.server ? run_server(g_opt) : run_client(g_opt);
+  if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, imp, err)) return usage(err);
+  if (!o.impair.empty() && !io::parse_impair(o.impair, imp, err)) return usage(err);
+  if (!o.server && o.oob_port == 0)
+    return usage(
+        "-p/--port: 0 (any free port) is for the server; the client needs the server's port, an "
+        "integer in [1, 65535]");
+  std::vector<io::IpAddr> local, remote;
+  if (!parse_addrs(o.local.empty() ? default_planes(o.server ? 1 : 2) : o.local, local, err))
+    return usage("--local: " + err);
+  if (!parse_addrs(o.remote, remote, err)) return usage("--remote: " + err);
+  if (local.empty() || local.size() > engine::kMaxPorts)
+    return usage("--local: " + std::to_string(local.size()) + " plane addresses; give 1 to " +
+                 std::to_string(engine::kMaxPorts));
+  if (!remote.empty() && remote.size() != local.size())
+    return usage("--remote: " + std::to_string(remote.size()) + " addresses for " +
+                 std::to_string(local.size()) + " local planes (--local); give one per plane");
+  if (o.ev_mode == "srv6") {
+    io::Srv6Config sc;
+    if (!parse_srv6_paths(o.srv6_paths, sc, err)) return usage(err);
+  }
+  if (std::uint32_t pmtu = o.pmtu; !choose_pmtu(local, pmtu, err)) return usage(err);
+  ClientPlan plan;
+  if (!o.server && !plan_client(o, local, plan, err)) return usage(err);
+  // The local endpoint as a session would open it (sockets bound, modes checked), then closed.
+  {
+    Params probe = plan.prm;
+    probe.qps = 1;
+    probe.region = 4096;
+    probe.planes = static_cast<std::uint32_t>(local.size());
+    probe.ev_mode = o.ev_mode == "srv6" ? 2 : o.ev_mode == "stev" ? 1 : 0;
+    if (o.server) probe.pmtu = 1024;
+    Session s;
+    if (!open_session(s, o, probe, local, err))
+      return usage(err + " (local planes " + local[0].str() + "..., --udp-port " +
+                   std::to_string(o.udp_port) + ")");
+  }
+  if (!o.pcap.empty()) {
+    g_pcap = std::make_unique<io::PcapWriter>();
+    if (!g_pcap->open(o.pcap)) return usage("--pcap: " + g_pcap->error());
+  }
+  return o.server ? run_server(o, local, remote) : run_client(o, local, remote, plan);
 }
 
 }  // namespace mrc::tools
