@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Simulator speed against the reference: the 1024-host, 128-EV permutation (sim-reference C1a,
+# Simulator speed against the reference: the 1024-host, 128-EV permutation (docs/htsim.md §4, C1a,
 # htsim's own perm_1024n_1024c_0u_2000000b.cm, k=16 fat tree, 2 MB flows) run by `mrc sim` and by
 # uet-htsim's htsim_uec on this machine, alternately, in the same invocation.
 #
@@ -72,7 +72,7 @@ timed() {
 
 best_h=""; best_m=""
 for i in $(seq "$RUNS"); do
-  # htsim: sim-reference §3.3, C1a (spray over 128 EVs, sender CC only, 2 ms cap).
+  # htsim: docs/htsim.md §1, C1a (spray over 128 EVs, sender CC only, 2 ms cap).
   (cd "$WORK" && timed htsim "$HTSIM" -tm "$ROOT/scenarios/cm/$CM" -sender_cc_only -paths 128 -end 2000 \
     -o "$WORK/htsim.log") >"$WORK/h.t"
   h_done=$(grep -c "finished at" "$WORK/htsim.out" || true)

@@ -71,7 +71,7 @@ static int run(struct mrc_ctl_context* ctl) {
   for (unsigned i = 0; i < 5 && i < ev.ev_op.num_entries; ++i)
     printf("  EV %u: T0 %3u T1 %2u T2 %2u (bytes %02x %02x) port %u\n", i, arr[i].ev.val[0],
            arr[i].ev.val[1] >> 4, arr[i].ev.val[1] & 15u, arr[i].ev.val[0], arr[i].ev.val[1], arr[i].ev.port);
-  /* Tuple 45,914 is (T0 179, T1 5, T2 10): bytes B3 5A (mrc-reference §5.5 example 3). */
+  /* Tuple 45,914 is (T0 179, T1 5, T2 10): bytes B3 5A (docs/protocol.md §7.5 example 3). */
   const unsigned k = 179u * 256u + 5u * 16u + 10u;
   int bad = ev.ev_op.num_entries != want;
   if (k < ev.ev_op.num_entries) {

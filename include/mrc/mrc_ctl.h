@@ -1,7 +1,7 @@
 /* MRC controller API: EV format, EV and CC profiles, port admin, EV events and endpoint
  * operations (EV probes, port-status updates) of one MRC endpoint.
  *
- * Follows the OCP mrc_ctl.h as described in mrc-reference §5; every difference is listed in
+ * Follows the OCP mrc_ctl.h as described in docs/protocol.md §7; every difference is listed in
  * docs/api.md, "Controller API (mrc_ctl.h)". The main ones:
  *   - the handle is a struct mrc_ctl_context opened on an endpoint's control socket
  *     (mrc_ctl_open) or on an in-process endpoint (mrc_ctl_open_local), not an ibv_context;
@@ -278,7 +278,7 @@ int mrc_ctl_query_ev_profile(struct mrc_ctl_context* ctx, uint64_t ev_profile_id
 #define MRC_CTL_CC_PROFILE_ALGORITHM (1u << 2)
 #define MRC_CTL_CC_PROFILE_CONFIG (1u << 3)
 
-/* "uet-1.0-nscc" configuration (mrc-reference §6.2); times in ns, sizes in bytes. */
+/* "uet-1.0-nscc" configuration (docs/protocol.md §8.2); times in ns, sizes in bytes. */
 struct mrc_ctl_cc_nscc_cfg {
   uint32_t base_rtt;
   uint32_t target_delay;

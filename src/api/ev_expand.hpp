@@ -1,4 +1,4 @@
-// EV expansion (mrc-reference §5.5): how an EV profile's fields turn a raw EV (the value a
+// EV expansion (docs/protocol.md §7.5): how an EV profile's fields turn a raw EV (the value a
 // controller gives or the generator produces) into the expanded EV placed on the wire, the
 // validation rules of a profile against its format, and the deterministic enumeration of
 // generated EVs (docs/decisions.md D32).
@@ -40,7 +40,8 @@ struct EvField {
 /// the sum fits the mode's width (E2BIG at the API).
 std::string check_format(EvFmtMode mode, std::span<const std::uint32_t> fmt_widths);
 
-/// Checks profile fields against their format (§5.5 rules plus Q-EV-4): "" or the rule broken.
+/// Checks profile fields against their format (docs/protocol.md §7.5 rules plus Q-EV-4): "" or the rule
+/// broken.
 std::string check_fields(std::span<const std::uint32_t> fmt_widths, std::span<const EvField> fields);
 
 /// Raw EV bits the fields consume (sum of popcount(mask)).

@@ -1,4 +1,5 @@
-// mrc.h: QPs (create / query / modify with the §4.3 state machine / destroy) and work requests.
+// mrc.h: QPs (create / query / modify with the docs/protocol.md §6.2 state machine / destroy) and work
+// requests.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -36,7 +37,7 @@ constexpr std::uint32_t kQpCaps =
     MRC_QP_CAP_TRIM_NACK_DEST_UNSUPPORTED | MRC_QP_CAP_DYNAMIC_MPR | MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED;
 constexpr unsigned kQpAccess = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
 
-/// Required and allowed attributes of one transition (OCP mrc.h header table, §4.3).
+/// Required and allowed attributes of one transition (OCP mrc.h header table, docs/protocol.md §6.2).
 struct Transition {
   mrc_qp_state from, to;
   std::uint32_t ib_required, ib_optional, mrc_required, mrc_optional;

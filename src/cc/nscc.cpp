@@ -1,4 +1,4 @@
-// NSCC as written in mrc-reference §6.4 (UET 1.0 §3.6.13), with the MRC choices recorded in
+// NSCC as written in docs/protocol.md §8.4 (UET 1.0 §3.6.13), with the MRC choices recorded in
 // docs/cc.md. Units: bytes and nanoseconds throughout; alpha in B/ns.
 #include "cc/nscc.hpp"
 

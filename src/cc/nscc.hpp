@@ -1,5 +1,5 @@
 // NSCC (UET 1.0 network-signal congestion control) as used by MRC: a sender-side, SACK-clocked,
-// byte-granular window driven by ECN echoes and RTT-derived queueing delay (mrc-reference §6).
+// byte-granular window driven by ECN echoes and RTT-derived queueing delay (docs/protocol.md §8).
 #pragma once
 #include <cstdint>
 
@@ -32,7 +32,7 @@ struct NsccConfig {
   /// is in B/ps (ours = htsim * 1000). 0 = derive from mtu, linkspeed and base RTT (docs/cc.md).
   double alpha = 0.0;
 
-  /// The UET default derivation (mrc-reference §6.2) for a network with this line rate, base RTT
+  /// The UET default derivation (docs/protocol.md §8.2) for a network with this line rate, base RTT
   /// and MTU. `trimming` selects target = 0.75*base_rtt (else 1.0*base_rtt).
   static NsccConfig derive(std::uint64_t linkspeed_bps, std::uint32_t base_rtt_ns, std::uint32_t mtu,
                            bool trimming);
@@ -45,9 +45,9 @@ enum class NackKind : std::uint8_t { kTrimmed, kTrimmedLastHop, kOther };
 struct AckSample {
   std::uint32_t newly_acked_bytes = 0;  ///< bytes newly acknowledged by this SACK
   bool ecn_echo = false;                ///< the triggering packet was CE-marked
-  bool rtt_valid = false;               ///< rtt_ns is a clean sample (see §6.4 retransmission rule)
-  std::uint64_t rtt_ns = 0;             ///< already corrected for responder service time
-  std::uint8_t rcv_cwnd_pen = 0;        ///< responder backpressure 0..127
+  bool rtt_valid = false;         ///< rtt_ns is a clean sample (docs/protocol.md §8.4 retransmission rule)
+  std::uint64_t rtt_ns = 0;       ///< already corrected for responder service time
+  std::uint8_t rcv_cwnd_pen = 0;  ///< responder backpressure 0..127
   bool restore_cwnd = false;
 };
 

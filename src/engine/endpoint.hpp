@@ -35,12 +35,12 @@ struct Tunables {
   Duration skip_duration = 0;                  ///< SKIP lasts this long; 0 = one base RTT
   Duration probe_interval = 0;                 ///< ASSUMED_BAD probe cadence; 0 = 4 base RTTs
   std::uint32_t probes_in_flight = 8;          ///< unanswered EV probes per QP, at most (1..64)
-  Duration reorder_window = 0;                 ///< RACK reordering allowance; 0 = base RTT / 2
-  Duration tail_probe_delay = 0;               ///< reliability probe after silence; 0 = 2 base RTTs
+  Duration reorder_window = 0;                 ///< RACK reorder allowance; 0 = max(base RTT, spread), D7
+  Duration tail_probe_delay = 0;               ///< reliability probe after silence; 0 = 2*max(base RTT, srtt)
   Duration base_rtt_hint = 10_us;              ///< until a sample arrives
   /// Losses found without a trim NACK (RACK, timeout) shrink the congestion window. Off by default:
   /// in a trimming network congestion shows up as trims and ECN, and untrimmed loss means a failed
-  /// path, which the EV manager handles (docs/decisions.md D-CC-LOSS).
+  /// path, which the EV manager handles (docs/decisions.md D9).
   bool loss_is_congestion = false;
   /// Losses on one plane with nothing delivered on it since, before the whole plane is declared
   /// failed (all its EVs ASSUMED_BAD at once). 0 disables the inference.

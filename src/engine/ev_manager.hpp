@@ -2,7 +2,7 @@
 //
 // Active EVs are split equally across ports; each port also has a backup pool. Selection is a
 // round-robin over eligible ports and a uniformly random GOOD EV within the port, so QPs sharing a
-// profile do not synchronise. State machine (mrc-reference §2.6):
+// profile do not synchronise. State machine (docs/protocol.md §4.5):
 //   GOOD -ECN echo / trim NACK-> SKIP -skip_duration-> GOOD
 //   GOOD|SKIP -untrimmed loss / timeout / ALWAYS_SKIP-> ASSUMED_BAD (replaced by a backup of its port)
 //   ASSUMED_BAD -probe_success_threshold consecutive probe answers-> GOOD (back to active or backup)

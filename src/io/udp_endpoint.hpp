@@ -18,7 +18,7 @@
 // the UDP source port (always spread: there the value is a path index), so the receiver can reflect it. The
 // UDP checksum must hold at the FINAL destination, which a UDP socket cannot do (it checksums over the
 // carrier): these packets leave through raw IPv6 sockets (IPPROTO_RAW, one per (plane, sport)) with an IPv6 +
-// UDP header built here and checksummed over the final address (machine-notes §3). Needs CAP_NET_RAW.
+// UDP header built here and checksummed over the final address (docs/platform.md §4). Needs CAP_NET_RAW.
 //
 // Receive: one socket per plane bound to (plane address, 4791), read with recvmmsg. ECN-CE and the
 // DSCP (trimmed / trimmed-last-hop code points) come from IP_RECVTOS / IPV6_RECVTCLASS; the EV
@@ -83,7 +83,7 @@ struct IpAddr {
 
 enum class EvMode : std::uint8_t {
   kUdp,   ///< EV -> UDP source port
-  kStev,  ///< EV -> IPv6 flow label (low 20 bits) + UDP source port
+  kStev,  ///< EV -> IPv6 flow label (EV bits 15-0) + UDP source port (bits 31-16)
   kSrv6,  ///< EV -> SRv6 uSID carrier (IPv6 destination) + UDP source port
 };
 

@@ -1,4 +1,4 @@
-// htsim connection matrices (.cm, sim-reference §5) and a permutation generator.
+// htsim connection matrices (.cm, docs/htsim.md §3) and a permutation generator.
 //
 // Format (whitespace separated, one statement per line, blank lines ignored):
 //   Nodes <n>

@@ -37,7 +37,7 @@
 //     pfc_xoff it sends PAUSE upstream, below pfc_xon RESUME. PAUSE/RESUME take effect one link
 //     latency later (frames are not serialised) and stop the upstream port (switch or host) from
 //     starting new packets, control included. With PFC no queue has a byte limit: nothing is trimmed
-//     or dropped for space (sim-reference §4: htsim's lossless queues are unbounded too).
+//     or dropped for space (docs/htsim.md §2: htsim's lossless queues are unbounded too).
 //
 // Faults (LinkFault). A link that goes down loses everything on it: packets queued at both ends
 // and packets on the wire are dropped (FabricDrop::kLinkDown). Until routing reconverges

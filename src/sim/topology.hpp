@@ -46,7 +46,7 @@ struct Topology {
   void validate() const;
 };
 
-/// The 3-tier k-ary fat tree of sim-reference §4 (htsim's default): k even, N = k^3/4 hosts, host h
+/// The 3-tier k-ary fat tree of docs/htsim.md §2 (htsim's default): k even, N = k^3/4 hosts, host h
 /// on ToR h/(k/2), ToR t in pod t/(k/2) linked to the k/2 aggregation switches of its pod, the
 /// aggregation switch at pod position p linked to cores p*(k/2) + l, l = 0..k/2-1 (each core reaches
 /// one aggregation switch per pod). `planes` copies of the switches; host h's port p is in plane p.

@@ -1,6 +1,6 @@
 // MRC wire format: header structs and the codec API.
 //
-// Layouts follow mrc-reference §3 (an unverified reconstruction of OCP MRC 1.0 tables); every
+// Layouts follow docs/protocol.md §5 (an unverified reconstruction of OCP MRC 1.0 tables); every
 // provisional choice is listed in docs/wire-format.md and docs/decisions.md. All multi-byte fields
 // are big-endian on the wire. The codec never reads or writes outside the spans it is given.
 #pragma once

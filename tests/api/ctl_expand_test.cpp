@@ -1,4 +1,4 @@
-// EV expansion (mrc-reference §5.5): the five worked examples byte-exact, validation rules,
+// EV expansion (docs/protocol.md §7.5): the five worked examples byte-exact, validation rules,
 // generated-EV enumeration, and properties over random profiles.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// NsccConfig::derive() against the formulas of mrc-reference §6.2 and against htsim's printout for
-// the canonical UEC network (sim-reference §4), plus the algorithm-name mapping.
+// NsccConfig::derive() against the formulas of docs/protocol.md §8.2 and against htsim's printout for
+// the canonical UEC network (docs/htsim.md §2), plus the algorithm-name mapping.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,7 +96,7 @@ TEST(NsccDerive, NoTrimmingTargetsOneBaseRtt) {
 }
 
 TEST(NsccDerive, WorkedExample800G) {
-  // mrc-reference §6.2 worked example: 800 Gb/s, 10 us, MTU 4096, trimming.
+  // docs/protocol.md §8.2 worked example: 800 Gb/s, 10 us, MTU 4096, trimming.
   const NsccConfig c = NsccConfig::derive(800'000'000'000ULL, 10000, 4096, true);
   EXPECT_EQ(c.max_cwnd, 1'500'000u);
   EXPECT_EQ(c.target_delay_ns, 7500u);

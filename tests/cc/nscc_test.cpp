@@ -1,4 +1,4 @@
-// Unit tests of the NSCC window rules (mrc-reference §6.4) on hand-built ACK/NACK sequences.
+// Unit tests of the NSCC window rules (docs/protocol.md §8.4) on hand-built ACK/NACK sequences.
 #include "cc/nscc.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Endpoint operations over the in-memory network (mrc-reference §2.2, §2.6, §2.11): EV probes and
+// Endpoint operations over the in-memory network (docs/protocol.md §4.2, §4.5, §4.10): EV probes and
 // their timeouts, port-status updates, EV reflection in feedback, and dynamic MPR.
 #include <gtest/gtest.h>
 
@@ -218,8 +218,8 @@ TEST(EndpointOps, AlwaysSkipSackRetiresTheReflectedEv) {
 }
 
 TEST(EndpointOps, EcnMarksOnOnePathMakeItsEvsSkip) {
-  // ECN is a load-balancing signal (§2.6): the responder echoes it per EV and the requester skips
-  // that EV for a while. Every packet on path 3 of plane 0 is marked.
+  // ECN is a load-balancing signal (docs/protocol.md §4.5): the responder echoes it per EV and the requester
+  // skips that EV for a while. Every packet on path 3 of plane 0 is marked.
   PairOptions o;
   o.buf_size = 4 << 20;
   Pair p(o);
@@ -368,9 +368,9 @@ TEST(EndpointOps, DynamicMprLimitsTheRequesterToTheAdvertisedWindow) {
 }
 
 TEST(EndpointOps, RetransmissionsStayInsideTheAdvertisedWindow) {
-  // §2.2: a requester may not send a PSN beyond the responder's advertised window, and that holds
-  // for retransmissions too. 300 packets are in flight when the responder shrinks its window to
-  // 128 PSNs; the first packet is lost, so everything from PSN+128 on is refused (PSN_OOR_WINDOW).
+  // docs/protocol.md §4.2: a requester may not send a PSN beyond the responder's advertised window, and that
+  // holds for retransmissions too. 300 packets are in flight when the responder shrinks its window to 128
+  // PSNs; the first packet is lost, so everything from PSN+128 on is refused (PSN_OOR_WINDOW).
   PairOptions o;
   o.nscc = false;
   o.buf_size = 2 << 20;

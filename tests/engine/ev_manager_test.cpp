@@ -1,4 +1,4 @@
-// Unit tests of the per-QP EV manager (mrc-reference §2.6): active/backup split, selection,
+// Unit tests of the per-QP EV manager (docs/protocol.md §4.5): active/backup split, selection,
 // SKIP / ASSUMED_BAD / DENIED transitions, probing, the ev_min_active floor, port up/down, and the
 // transition sink.
 #include "engine/ev_manager.hpp"
@@ -527,8 +527,8 @@ TEST(EvManager, PortDownTakesSkippedEvsToo) {
 }
 
 TEST(EvManager, PortUpDoesNotResurrectEvsThatWereAssumedBadBeforeThePortWentDown) {
-  // An EV whose path failed (ASSUMED_BAD by loss) may only return through probes (§2.6). A flap of
-  // the local port says nothing about that path.
+  // An EV whose path failed (ASSUMED_BAD by loss) may only return through probes (docs/protocol.md §4.5). A
+  // flap of the local port says nothing about that path.
   Evm e(2, 4, 2);
   const std::uint16_t s = e.slot(0, 1);
   e.m.on_failure(s, EvCause::kLoss, 0);
