@@ -8,8 +8,9 @@
 #                 without it the report repeats the last saved full-scale result
 #
 # Scenario N of the report is every scenarios/scenN_*.toml (N = 1..6); a missing scenario, or one
-# whose input is missing (htsim's .cm matrices, see scenarios/README.md), is reported loudly and
-# skipped. Needs python3 with matplotlib (Debian: python3-matplotlib, in ./dev's package list).
+# whose input is missing, is reported loudly and skipped. The .cm matrices of scenario 1 are
+# written first by tools/cm/gen_permutation.py (python3 standard library). Needs python3 with
+# matplotlib (Debian: python3-matplotlib, in ./dev's package list).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MRC=$ROOT/build/tools/mrc/mrc
@@ -28,4 +29,5 @@ for p in python3 /usr/bin/python3; do
   if "$p" -c "import matplotlib" 2>/dev/null; then PY=$p; break; fi
 done
 [ -n "$PY" ] || { echo "make_results.sh: no python3 with matplotlib (apt-get install python3-matplotlib)" >&2; exit 2; }
+"$PY" "$ROOT/tools/cm/gen_permutation.py" --check >/dev/null
 exec "$PY" "$ROOT/tools/results/make_results.py" --mrc "$MRC" --root "$ROOT" "${ARGS[@]}"
