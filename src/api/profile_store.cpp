@@ -548,10 +548,13 @@ std::string ProfileStore::nscc_from_ctl(const mrc_ctl_cc_nscc_cfg& in, cc::NsccC
   if (in.max_cwnd == 0) return "max_cwnd must be > 0";
   if (bad_frac(in.gamma)) return "gamma must be in (0, 1]";
   if (bad_frac(in.max_md_jump)) return "max_md_jump must be in (0, 1]";
-  if (bad_pos(in.fi) || bad_pos(in.fi_scale) || bad_pos(in.eta)) return "fi, fi_scale and eta must be >= 0";
+  // One message per setting, starting with its name (mrc ctl points at that key of the file).
+  if (bad_pos(in.fi)) return "fi must be a finite number >= 0";
+  if (bad_pos(in.fi_scale)) return "fi_scale must be a finite number >= 0";
+  if (bad_pos(in.eta)) return "eta must be a finite number >= 0";
   if (in.qa_gate > 31) return "qa_gate must be 0..31";
-  if (in.adjust_bytes_threshold == 0 || in.adjust_period_threshold == 0)
-    return "adjust thresholds must be > 0";
+  if (in.adjust_bytes_threshold == 0) return "adjust_bytes_threshold must be > 0";
+  if (in.adjust_period_threshold == 0) return "adjust_period_threshold must be > 0";
   if (in.disable_qa > 1) return "disable_qa must be 0 or 1";
   cc::NsccConfig c;
   c.base_rtt_ns = in.base_rtt;
@@ -569,6 +572,28 @@ std::string ProfileStore::nscc_from_ctl(const mrc_ctl_cc_nscc_cfg& in, cc::NsccC
   c.disable_qa = in.disable_qa != 0;
   out = c;
   return {};
+}
+
+std::string ProfileStore::low_sport_warning(std::uint32_t fmt_mode, std::span<const EvBytes> expanded) {
+  if (fmt_mode != static_cast<std::uint32_t>(EvFmtMode::kStev) &&
+      fmt_mode != static_cast<std::uint32_t>(EvFmtMode::kUdp))
+    return {};  // SRv6 EVs are addresses, not source ports
+  std::size_t low = 0;
+  std::uint32_t lo = kLowSportLimit, hi = 0;
+  for (const EvBytes& x : expanded) {
+    const std::uint32_t sport = (std::uint32_t{x[0]} << 8) | x[1];
+    if (sport >= kLowSportLimit) continue;
+    ++low;
+    lo = std::min(lo, sport);
+    hi = std::max(hi, sport);
+  }
+  if (low == 0) return {};
+  std::string w = std::to_string(low) + " of its " + std::to_string(expanded.size()) +
+                  " EVs are on UDP source ports below " + std::to_string(kLowSportLimit) + " (" +
+                  (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)) +
+                  "): sending from them needs CAP_NET_BIND_SERVICE";
+  if (lo == 0) w += ", and source port 0 cannot be sent (its packets spread instead)";
+  return w + "; keep source ports >= " + std::to_string(kLowSportLimit);
 }
 
 mrc_ctl_cc_nscc_cfg ProfileStore::nscc_to_ctl(const cc::NsccConfig& c) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,14 @@ class ProfileStore {
   /// NSCC settings checked and converted (shared with the TOML loader): "" or the error.
   static std::string nscc_from_ctl(const mrc_ctl_cc_nscc_cfg& in, cc::NsccConfig& out);
   static mrc_ctl_cc_nscc_cfg nscc_to_ctl(const cc::NsccConfig& in);
+
+  /// Source ports below this are privileged (binding them needs CAP_NET_BIND_SERVICE).
+  static constexpr std::uint32_t kLowSportLimit = 1024;
+  /// The profile check for expanded EVs of format mode `fmt_mode` (STEV / UDP: bytes 0-1 are the
+  /// UDP source port): "" or a warning saying how many of them, and which ports, are below
+  /// kLowSportLimit. A warning, not a refusal: the spec allows any source port, but such EVs only
+  /// leave an endpoint that may bind them (docs/decisions.md D37), and port 0 never does.
+  static std::string low_sport_warning(std::uint32_t fmt_mode, std::span<const EvBytes> expanded);
 
  private:
   struct EvProfile : EvProfileInfo {

@@ -377,6 +377,54 @@ TEST(CtlCcProfile, StateMachineConfigValidationAndBusy) {
   EXPECT_EQ(mrc_ctl_query_cc_profile(t.ctx, 77, &q, MRC_CTL_CC_PROFILE_CUR_STATE), ENOENT);
 }
 
+// mrc ctl points at the TOML key a refusal is about by the message's first word: each NSCC
+// setting is refused on its own, by name.
+TEST(CtlCcProfile, NsccRefusalNamesTheOneSettingAtFault) {
+  const auto why = [](void (*bad)(mrc_ctl_cc_nscc_cfg&)) {
+    mrc_ctl_cc_nscc_cfg c = api::ProfileStore::nscc_to_ctl(cc::NsccConfig{});
+    bad(c);
+    cc::NsccConfig out;
+    return api::ProfileStore::nscc_from_ctl(c, out);
+  };
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg&) {}), "");
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg& c) { c.fi = -1.0f; }), "fi must be a finite number >= 0");
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg& c) { c.fi_scale = NAN; }), "fi_scale must be a finite number >= 0");
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg& c) { c.eta = INFINITY; }), "eta must be a finite number >= 0");
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg& c) { c.adjust_bytes_threshold = 0; }),
+            "adjust_bytes_threshold must be > 0");
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg& c) { c.adjust_period_threshold = 0; }),
+            "adjust_period_threshold must be > 0");
+  EXPECT_EQ(why([](mrc_ctl_cc_nscc_cfg& c) { c.gamma = 2.0f; }), "gamma must be in (0, 1]");
+}
+
+api::EvBytes sport_ev(std::uint16_t sport) {
+  api::EvBytes x{};
+  x[0] = static_cast<std::uint8_t>(sport >> 8);
+  x[1] = static_cast<std::uint8_t>(sport);
+  x[3] = 7;  // a flow label does not matter
+  return x;
+}
+
+TEST(CtlEvProfile, LowSourcePortWarningCountsAndNamesThePortsBelow1024) {
+  using api::ProfileStore;
+  const std::vector<api::EvBytes> fine{sport_ev(1024), sport_ev(16384), sport_ev(65535)};
+  EXPECT_EQ(ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_STEV, fine), "");
+  EXPECT_EQ(ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_UDP, fine), "");
+  EXPECT_EQ(ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_UDP, {}), "");
+  const std::vector<api::EvBytes> low{sport_ev(40001), sport_ev(5), sport_ev(1023), sport_ev(80)};
+  const std::string w = ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_UDP, low);
+  EXPECT_EQ(w.rfind("3 of its 4 EVs are on UDP source ports below 1024 (5..1023): ", 0), 0u) << w;
+  EXPECT_NE(w.find("CAP_NET_BIND_SERVICE"), std::string::npos) << w;
+  EXPECT_EQ(w.find("port 0"), std::string::npos) << "no EV on port 0: " << w;
+  EXPECT_EQ(ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_STEV, low), w) << "STEV: same bytes 0-1";
+  const std::vector<api::EvBytes> zero{sport_ev(0)};
+  const std::string z = ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_STEV, zero);
+  EXPECT_EQ(z.rfind("1 of its 1 EVs are on UDP source ports below 1024 (0): ", 0), 0u) << z;
+  EXPECT_NE(z.find("source port 0 cannot be sent"), std::string::npos) << z;
+  EXPECT_EQ(ProfileStore::low_sport_warning(MRC_CTL_EV_FMT_MODE_SRV6, low), "")
+      << "SRv6 EVs are addresses, not ports";
+}
+
 TEST(CtlPrivilege, UnprivilegedHandleGetsEpermForEveryModifyAndMayQuery) {
   Ctl t;
   online_fmt(t.ctx, 13);

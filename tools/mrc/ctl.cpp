@@ -12,17 +12,24 @@
 #include "api/ctl.hpp"
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -30,6 +37,7 @@
 
 #include "api/ctl_proto.hpp"
 #include "api/ev_expand.hpp"
+#include "cli_checks.hpp"
 #include "io/udp_endpoint.hpp"
 
 namespace mrc::tools {
@@ -60,70 +68,143 @@ CLI::App* g_events = nullptr;
 CLI::App* g_deny = nullptr;
 CLI::App* g_allow = nullptr;
 
+// Exit status (tools/mrc/main.cpp): 1 the run failed, 2 bad input (an option, an argument, a file).
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
 struct CtlError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit CtlError(const std::string& what, int code = kExitFailed)
+      : std::runtime_error(what), exit_code(code) {}
+  int exit_code;
 };
 
+[[noreturn]] void bad_input(const std::string& what) {
+  throw CtlError(what, kExitUsage);
+}
+
+/// The exit status for an errno of the controller API: EINVAL, ENOENT, E2BIG and ERANGE say the
+/// request was wrong (bad input); EBUSY, ENOSPC, EPERM, EIO, ... that the run failed.
+int exit_code_of(int rc) {
+  return rc == EINVAL || rc == ENOENT || rc == E2BIG || rc == ERANGE ? kExitUsage : kExitFailed;
+}
+
+/// Why the last call failed, in the endpoint's words (errno text only when it gave none).
+std::string why_text(mrc_ctl_context* c, int rc) {
+  const char* w = mrc_ctl_last_error(c);
+  return w != nullptr && *w != '\0' ? std::string(w) : std::string(std::strerror(rc));
+}
+
 void check(mrc_ctl_context* c, int rc, const std::string& what) {
-  if (rc != 0) throw CtlError(what + ": " + std::strerror(rc) + " (" + mrc_ctl_last_error(c) + ")");
+  if (rc != 0) throw CtlError(what + ": " + why_text(c, rc), exit_code_of(rc));
 }
 
 // ---- TOML config ---------------------------------------------------------------------------------
 
+constexpr std::uint64_t kMaxId = static_cast<std::uint64_t>(INT64_MAX);  // TOML integers are int64
+constexpr std::uint64_t kMaxCopies = 65536;
+
+/// A TOML value as a message shows it: 300, nan, the string "13", an array, ...
+std::string describe(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return std::to_string(i->get());
+  if (const auto* f = n.as_floating_point()) {
+    if (std::isnan(f->get())) return "nan";
+    std::ostringstream o;
+    o << f->get();
+    return o.str();
+  }
+  if (const auto* s = n.as_string()) return "the string \"" + s->get() + "\"";
+  if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+/// Reads one TOML file's values; every error names the file, the line of the value at fault (or
+/// of its table when the key is missing), the key and the rule (exit 2).
 class Toml {
  public:
   explicit Toml(std::string file) : file_(std::move(file)) {}
-  [[noreturn]] void fail(const toml::node* n, const std::string& msg) const {
-    std::ostringstream o;
-    o << file_;
-    if (n != nullptr && n->source().begin.line > 0) o << ':' << n->source().begin.line;
-    o << ": " << msg;
-    throw CtlError(o.str());
+  const std::string& file() const { return file_; }
+  std::string at(const toml::node* n) const {
+    std::string s = file_;
+    if (n != nullptr && n->source().begin.line > 0) s += ":" + std::to_string(n->source().begin.line);
+    return s;
   }
-  void keys(const toml::table& t, std::initializer_list<const char*> allowed) const {
-    const std::set<std::string> ok(allowed.begin(), allowed.end());
+  [[noreturn]] void fail(const toml::node* n, const std::string& msg) const { bad_input(at(n) + ": " + msg); }
+  void keys(const toml::table& t, const std::vector<std::string>& allowed, const std::string& in) const {
     for (const auto& [k, v] : t)
-      if (!ok.count(std::string(k.str()))) fail(&v, "unknown key '" + std::string(k.str()) + "'");
+      if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end())
+        fail(&v, "unknown key '" + std::string(k.str()) + "' in " + in + " (keys: " + join(allowed) + ")");
   }
-  std::uint64_t uint(const toml::table& t, const char* key, std::uint64_t max,
-                     const std::uint64_t* def = nullptr) const {
+  /// An integer in [lo, hi]; a missing key is `def`, or an error naming `in` when there is none.
+  std::uint64_t uint(const toml::table& t, const char* key, std::uint64_t lo, std::uint64_t hi,
+                     const std::string& in, const std::optional<std::uint64_t>& def = std::nullopt) const {
     const toml::node* n = t.get(key);
     if (n == nullptr) {
       if (def) return *def;
-      fail(&t, std::string("missing '") + key + "'");
+      fail(&t, in + ": missing '" + key + "' (an integer in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "])");
     }
     const auto* i = n->as_integer();
-    if (i == nullptr || i->get() < 0 || static_cast<std::uint64_t>(i->get()) > max)
-      fail(n, std::string("'") + key + "' must be an integer 0.." + std::to_string(max));
+    if (i == nullptr || i->get() < 0 || static_cast<std::uint64_t>(i->get()) < lo ||
+        static_cast<std::uint64_t>(i->get()) > hi)
+      fail(n, std::string("'") + key + "' must be an integer in [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "], not " + describe(*n));
     return static_cast<std::uint64_t>(i->get());
   }
+  /// A finite number that a float holds (the C API's NSCC settings are floats).
   float real(const toml::table& t, const char* key, float def) const {
     const toml::node* n = t.get(key);
     if (n == nullptr) return def;
-    if (const auto* i = n->as_integer()) return static_cast<float>(i->get());
-    if (const auto* f = n->as_floating_point()) return static_cast<float>(f->get());
-    fail(n, std::string("'") + key + "' must be a number");
+    double v = 0;
+    if (const auto* i = n->as_integer())
+      v = static_cast<double>(i->get());
+    else if (const auto* f = n->as_floating_point())
+      v = f->get();
+    else
+      fail(n, std::string("'") + key + "' must be a finite number, not " + describe(*n));
+    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max())
+      fail(n, std::string("'") + key + "' must be a finite number, not " + describe(*n));
+    return static_cast<float>(v);
   }
-  std::string str(const toml::table& t, const char* key) const {
+  /// One of `names` (a string).
+  std::string choice(const toml::table& t, const char* key, const std::vector<std::string>& names,
+                     const std::string& in) const {
     const toml::node* n = t.get(key);
-    if (n == nullptr || !n->is_string()) fail(n ? n : &t, std::string("'") + key + "' must be a string");
+    if (n == nullptr) fail(&t, in + ": missing '" + key + "' (one of " + join(names) + ")");
+    const auto* s = n->as_string();
+    if (s == nullptr || std::find(names.begin(), names.end(), s->get()) == names.end())
+      fail(n, std::string("'") + key + "' must be one of " + join(names) + ", not " + describe(*n));
+    return s->get();
+  }
+  std::string str(const toml::table& t, const char* key, const std::string& in) const {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) fail(&t, in + ": missing '" + key + "'");
+    if (!n->is_string()) fail(n, std::string("'") + key + "' must be a string, not " + describe(*n));
     return n->as_string()->get();
   }
   const toml::array* array(const toml::table& t, const char* key) const {
     const toml::node* n = t.get(key);
     if (n == nullptr) return nullptr;
-    if (!n->is_array()) fail(n, std::string("'") + key + "' must be an array");
+    if (!n->is_array()) fail(n, std::string("'") + key + "' must be an array, not " + describe(*n));
     return n->as_array();
   }
   const toml::table& table(const toml::node& n, const char* what) const {
-    if (!n.is_table()) fail(&n, std::string(what) + " entries must be tables");
+    if (!n.is_table()) fail(&n, std::string(what) + " entries must be tables, not " + describe(n));
     return *n.as_table();
   }
-  api::EvBytes ev(const toml::table& t, const char* key) const {
+  api::EvBytes ev(const toml::table& t, const char* key, const std::string& in) const {
+    const std::string s = str(t, key, in);
     try {
-      return api::ev_from_hex(str(t, key));
+      return api::ev_from_hex(s);
     } catch (const std::invalid_argument& e) {
-      fail(t.get(key), e.what());
+      fail(t.get(key), std::string("'") + key + "' \"" + s + "\" is not an EV: " + e.what());
     }
   }
 
@@ -136,6 +217,316 @@ mrc_ctl_ev make_ev(const api::EvBytes& b, std::uint8_t port) {
   std::memcpy(e.val, b.data(), b.size());
   e.port = port;
   return e;
+}
+
+// One profile file, checked value by value before anything is applied.
+struct FmtDef {
+  const toml::table* t = nullptr;
+  std::uint64_t id = 0;
+  mrc_ctl_ev_fmt_mode mode = MRC_CTL_EV_FMT_MODE_STEV;
+  std::vector<mrc_ctl_ev_fmt_field> widths;
+};
+struct EvDef {
+  const toml::table* t = nullptr;
+  std::uint64_t id = 0;
+  mrc_ctl_ev_mode mode = MRC_CTL_EV_MODE_AUTO;
+  std::uint64_t fmt_id = 0;
+  std::uint32_t count = 0;
+  std::vector<mrc_ctl_ev_field> fields;
+  std::vector<mrc_ctl_ev_op_entry> evs, deny;
+  std::vector<const toml::node*> ev_nodes, deny_nodes;  ///< the entry each op came from
+  std::uint32_t min_active = 1;
+  std::uint32_t event_mask = 0;
+};
+struct CcDef {
+  const toml::table* t = nullptr;
+  std::uint64_t id = 0;
+  std::string algorithm;
+  mrc_ctl_cc_nscc_cfg cfg{};
+};
+struct ConfigFile {
+  std::unique_ptr<toml::table> root;  // the defs point into it
+  Toml rd{""};
+  std::vector<FmtDef> fmts;
+  std::vector<EvDef> evps;
+  std::vector<CcDef> ccs;
+  std::uint32_t ports_needed = 0;         ///< highest port an EV or deny entry names
+  const toml::node* port_node = nullptr;  ///< where
+  std::uint64_t port_profile = 0;
+};
+
+/// The file's text, or why it cannot be read (no such file, a directory, permission denied, ...).
+std::string read_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e == ENOENT) bad_input(path + ": no such file");
+    if (e == ENOTDIR) bad_input(path + ": no such file (a part of the path is not a directory)");
+    if (e == EACCES) bad_input(path + ": permission denied (a directory on the path cannot be searched)");
+    bad_input(path + ": cannot be read: " + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) bad_input(path + ": is a directory (give a TOML file, e.g. config/profiles.toml)");
+  if (!S_ISREG(st.st_mode)) bad_input(path + ": is not a regular file (give a TOML file)");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int e = errno;
+    if (e == EACCES) bad_input(path + ": permission denied (the file cannot be read)");
+    bad_input(path + ": cannot be read" + (e ? std::string(": ") + std::strerror(e) : std::string()));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) bad_input(path + ": cannot be read (I/O error)");
+  return text.str();
+}
+
+ConfigFile load_config(const std::string& path) {
+  ConfigFile f;
+  f.rd = Toml(path);
+  const Toml& rd = f.rd;
+  const std::string text = read_file(path);
+  try {
+    f.root = std::make_unique<toml::table>(toml::parse(text, path));
+  } catch (const toml::parse_error& e) {
+    std::ostringstream o;
+    o << path;
+    if (e.source().begin.line > 0) o << ':' << e.source().begin.line;
+    o << ": not TOML: " << e.description();
+    bad_input(o.str());
+  }
+  const toml::table& root = *f.root;
+  for (const auto& [k, v] : root)
+    if (k.str() != "ev_format" && k.str() != "ev_profile" && k.str() != "cc_profile")
+      rd.fail(&v, "unknown key '" + std::string(k.str()) +
+                      "' (a profile file has [[ev_format]], [[ev_profile]] and [[cc_profile]] tables)");
+  const auto entries = [&](const char* key) {
+    std::vector<const toml::table*> v;
+    const toml::node* n = root.get(key);
+    if (n == nullptr) return v;
+    if (!n->is_array_of_tables())
+      rd.fail(n, std::string("'") + key + "' must be an array of tables: write [[" + key + "]] before each");
+    for (const toml::node& x : *n->as_array()) v.push_back(x.as_table());
+    return v;
+  };
+  const auto fmt_tables = entries("ev_format");
+  const auto ev_tables = entries("ev_profile");
+  const auto cc_tables = entries("cc_profile");
+  if (fmt_tables.empty() && ev_tables.empty() && cc_tables.empty())
+    bad_input(
+        path +
+        ": defines no profile (a profile file has [[ev_format]], [[ev_profile]] or [[cc_profile]] tables)");
+
+  // The ID first (it names the entry in later messages), once per kind.
+  const auto read_id = [&](const toml::table& t, const char* kind,
+                           std::map<std::uint64_t, const toml::node*>& seen) {
+    const std::uint64_t id = rd.uint(t, "id", 1, kMaxId, std::string(kind));
+    const toml::node* n = t.get("id");
+    if (auto [it, fresh] = seen.emplace(id, n); !fresh)
+      rd.fail(n, std::string(kind) + " " + std::to_string(id) + " is defined twice (first at line " +
+                     std::to_string(it->second->source().begin.line) + ")");
+    return id;
+  };
+
+  std::map<std::uint64_t, const toml::node*> seen;
+  for (const toml::table* t : fmt_tables) {
+    FmtDef d;
+    d.t = t;
+    d.id = read_id(*t, "ev_format", seen);
+    const std::string in = "ev_format " + std::to_string(d.id);
+    rd.keys(*t, {"id", "mode", "widths"}, in);
+    const std::string mode = rd.choice(*t, "mode", {"stev", "srv6", "udp"}, in);
+    d.mode = mode == "stev"   ? MRC_CTL_EV_FMT_MODE_STEV
+             : mode == "srv6" ? MRC_CTL_EV_FMT_MODE_SRV6
+                              : MRC_CTL_EV_FMT_MODE_UDP;
+    const toml::array* w = rd.array(*t, "widths");
+    if (w == nullptr) rd.fail(t, in + ": missing 'widths' (the bits of each format field, e.g. [16, 16])");
+    if (w->empty()) rd.fail(t->get("widths"), "'widths' is empty: a format has at least one field");
+    for (const toml::node& x : *w) {
+      const auto* i = x.as_integer();
+      if (i == nullptr || i->get() < 1 || i->get() > 32)
+        rd.fail(&x, "a width must be an integer in [1, 32], not " + describe(x));
+      d.widths.push_back({static_cast<std::uint32_t>(i->get())});
+    }
+    f.fmts.push_back(std::move(d));
+  }
+
+  seen.clear();
+  for (const toml::table* t : ev_tables) {
+    EvDef d;
+    d.t = t;
+    d.id = read_id(*t, "ev_profile", seen);
+    const std::string in = "ev_profile " + std::to_string(d.id);
+    rd.keys(*t, {"id", "mode", "format", "count", "min_active", "event_mask", "fields", "evs", "deny"}, in);
+    const std::string mode = rd.choice(*t, "mode", {"auto", "explicit", "generated"}, in);
+    d.mode = mode == "auto"       ? MRC_CTL_EV_MODE_AUTO
+             : mode == "explicit" ? MRC_CTL_EV_MODE_EXP
+                                  : MRC_CTL_EV_MODE_GEN;
+    if (d.mode == MRC_CTL_EV_MODE_AUTO) {
+      for (const char* k : {"format", "count", "fields", "evs", "deny"})
+        if (const toml::node* n = t->get(k))
+          rd.fail(n, std::string("'") + k +
+                         "' does not go with mode = \"auto\" (an AUTO profile takes id, mode, min_active "
+                         "and event_mask; the transport picks its EVs)");
+    } else {
+      d.fmt_id = rd.uint(*t, "format", 1, kMaxId, in);
+      const toml::array* fa = rd.array(*t, "fields");
+      if (fa == nullptr)
+        rd.fail(t, in + ": missing 'fields' (one table per format field: width, init, min, max, mask)");
+      if (fa->empty()) rd.fail(t->get("fields"), "'fields' is empty: a profile has at least one field");
+      for (const toml::node& x : *fa) {
+        const toml::table& e = rd.table(x, "fields");
+        const std::string fin = in + " field";
+        rd.keys(e, {"width", "init", "min", "max", "mask"}, fin);
+        d.fields.push_back({static_cast<std::uint32_t>(rd.uint(e, "width", 1, 32, fin)),
+                            static_cast<std::uint32_t>(rd.uint(e, "init", 0, UINT32_MAX, fin, 0)),
+                            static_cast<std::uint32_t>(rd.uint(e, "min", 0, UINT32_MAX, fin, 0)),
+                            static_cast<std::uint32_t>(rd.uint(e, "max", 0, UINT32_MAX, fin, 0)),
+                            static_cast<std::uint32_t>(rd.uint(e, "mask", 0, UINT32_MAX, fin, 0))});
+      }
+    }
+    const auto port_of = [&](const toml::table& e, const std::string& ein) {
+      const auto port = static_cast<std::uint32_t>(rd.uint(e, "port", 1, engine::kMaxPorts, ein));
+      if (port > f.ports_needed) {
+        f.ports_needed = port;
+        f.port_node = e.get("port");
+        f.port_profile = d.id;
+      }
+      return static_cast<std::uint8_t>(port);
+    };
+    if (const toml::array* ea = rd.array(*t, "evs")) {
+      if (d.mode != MRC_CTL_EV_MODE_EXP)
+        rd.fail(t->get("evs"),
+                "'evs' needs mode = \"explicit\" (a generated profile makes its EVs from "
+                "'fields' and 'count')");
+      for (const toml::node& x : *ea) {
+        const toml::table& e = rd.table(x, "evs");
+        const std::string ein = in + " EV";
+        rd.keys(e, {"ev", "port", "copies"}, ein);
+        const api::EvBytes ev = rd.ev(e, "ev", ein);
+        const std::uint8_t port = port_of(e, ein);
+        const auto copies = rd.uint(e, "copies", 1, kMaxCopies, ein, 1);
+        mrc_ctl_ev_op_entry op{};
+        op.ev_new = make_ev(ev, port);
+        op.state = MRC_CTL_EV_GOOD;
+        d.evs.insert(d.evs.end(), copies, op);  // duplicates weight a path
+        d.ev_nodes.insert(d.ev_nodes.end(), copies, &x);
+      }
+    }
+    if (d.mode == MRC_CTL_EV_MODE_EXP) {
+      if (t->get("evs") == nullptr) rd.fail(t, in + ": missing 'evs' (an explicit profile lists its EVs)");
+      if (d.evs.empty()) rd.fail(t->get("evs"), "'evs' is empty: an explicit profile lists at least one EV");
+      const std::uint64_t listed = d.evs.size();
+      const std::uint64_t count = rd.uint(*t, "count", 1, UINT32_MAX, in, listed);
+      if (count != listed)
+        rd.fail(t->get("count"), "'count' is " + std::to_string(count) + " but 'evs' lists " +
+                                     std::to_string(listed) + " EVs (copies included)");
+      d.count = static_cast<std::uint32_t>(count);
+    } else if (d.mode == MRC_CTL_EV_MODE_GEN) {
+      d.count = static_cast<std::uint32_t>(rd.uint(*t, "count", 1, UINT32_MAX, in));
+    }
+    if (const toml::array* da = rd.array(*t, "deny"))
+      for (const toml::node& x : *da) {
+        const toml::table& e = rd.table(x, "deny");
+        const std::string ein = in + " deny entry";
+        rd.keys(e, {"ev", "port"}, ein);
+        mrc_ctl_ev_op_entry op{};
+        const api::EvBytes ev = rd.ev(e, "ev", ein);
+        op.ev = make_ev(ev, port_of(e, ein));
+        op.state = MRC_CTL_EV_DENIED;
+        op.flags = MRC_CTL_EV_OP_F_ALL_COPIES;
+        d.deny.push_back(op);
+        d.deny_nodes.push_back(&x);
+      }
+    d.min_active = static_cast<std::uint32_t>(rd.uint(*t, "min_active", 1, UINT32_MAX, in, 1));
+    if (const toml::array* m = rd.array(*t, "event_mask"))
+      for (const toml::node& x : *m) {
+        const auto* s = x.as_string();
+        if (s && s->get() == "good")
+          d.event_mask |= MRC_CTL_EV_GOOD;
+        else if (s && s->get() == "assumed_bad")
+          d.event_mask |= MRC_CTL_EV_ASSUMED_BAD;
+        else
+          rd.fail(&x, "event_mask takes \"good\" and \"assumed_bad\", not " + describe(x));
+      }
+    f.evps.push_back(std::move(d));
+  }
+
+  seen.clear();
+  for (const toml::table* t : cc_tables) {
+    CcDef d;
+    d.t = t;
+    d.id = read_id(*t, "cc_profile", seen);
+    const std::string in = "cc_profile " + std::to_string(d.id);
+    static const std::vector<std::string> nscc_keys{"base_rtt",
+                                                    "target_delay",
+                                                    "max_cwnd",
+                                                    "gamma",
+                                                    "max_md_jump",
+                                                    "fi",
+                                                    "fi_scale",
+                                                    "eta",
+                                                    "qa_gate",
+                                                    "qa_threshold",
+                                                    "adjust_bytes_threshold",
+                                                    "adjust_period_threshold",
+                                                    "disable_qa"};
+    std::vector<std::string> allowed{"id", "algorithm"};
+    allowed.insert(allowed.end(), nscc_keys.begin(), nscc_keys.end());
+    rd.keys(*t, allowed, in);
+    d.algorithm = rd.str(*t, "algorithm", in + " (\"uet-1.0-nscc\" or \"none\")");
+    if (d.algorithm == "none") {
+      for (const auto& k : nscc_keys)
+        if (const toml::node* n = t->get(k))
+          rd.fail(n, "'" + k + "' needs algorithm = \"uet-1.0-nscc\" (algorithm \"none\" takes no settings)");
+    }
+    mrc_ctl_cc_nscc_cfg& cfg = d.cfg;
+    cfg = api::ProfileStore::nscc_to_ctl(cc::NsccConfig{});
+    const auto u32 = [&](const char* k, std::uint32_t& v, std::uint64_t lo) {
+      v = static_cast<std::uint32_t>(rd.uint(*t, k, lo, UINT32_MAX, in, v));
+    };
+    u32("base_rtt", cfg.base_rtt, 1);
+    u32("target_delay", cfg.target_delay, 1);
+    u32("max_cwnd", cfg.max_cwnd, 1);
+    cfg.gamma = rd.real(*t, "gamma", cfg.gamma);
+    cfg.max_md_jump = rd.real(*t, "max_md_jump", cfg.max_md_jump);
+    cfg.fi = rd.real(*t, "fi", cfg.fi);
+    cfg.fi_scale = rd.real(*t, "fi_scale", cfg.fi_scale);
+    cfg.eta = rd.real(*t, "eta", cfg.eta);
+    cfg.qa_gate = static_cast<std::uint8_t>(rd.uint(*t, "qa_gate", 0, 31, in, cfg.qa_gate));
+    u32("qa_threshold", cfg.qa_threshold, 0);
+    u32("adjust_bytes_threshold", cfg.adjust_bytes_threshold, 1);
+    u32("adjust_period_threshold", cfg.adjust_period_threshold, 1);
+    if (const toml::node* n = t->get("disable_qa"); n != nullptr && n->is_boolean())
+      cfg.disable_qa = n->as_boolean()->get() ? 1 : 0;
+    else
+      cfg.disable_qa = static_cast<std::uint8_t>(rd.uint(*t, "disable_qa", 0, 1, in, cfg.disable_qa));
+    f.ccs.push_back(std::move(d));
+  }
+  return f;
+}
+
+/// The node a store error is about: "field N: ..." is that field, "entry N: ..." that EV or deny
+/// entry; otherwise the first of `keys` whose name the message uses and the entry has.
+const toml::node* blame(const toml::table& t, const std::string& why,
+                        std::initializer_list<std::pair<const char*, const char*>> keys) {
+  if (why.rfind("field ", 0) == 0 && why.size() > 6 && std::isdigit(static_cast<unsigned char>(why[6]))) {
+    const std::size_t i = std::strtoul(why.c_str() + 6, nullptr, 10);
+    if (const auto* fa = t.get_as<toml::array>("fields"); fa != nullptr && i < fa->size()) return fa->get(i);
+  }
+  for (const auto& [word, key] : keys)
+    if (why.find(word) != std::string::npos)
+      if (const toml::node* n = t.get(key)) return n;
+  return &t;
+}
+
+/// "entry N: rest" -> N and "rest" (REPLACE_EV / MODIFY_EV_STATE failures).
+bool entry_index(const std::string& why, std::size_t& i, std::string& rest) {
+  if (why.rfind("entry ", 0) != 0) return false;
+  char* end = nullptr;
+  i = std::strtoul(why.c_str() + 6, &end, 10);
+  if (end == why.c_str() + 6 || std::strncmp(end, ": ", 2) != 0) return false;
+  rest = end + 2;
+  return true;
 }
 
 /// Moves an existing profile back to INIT so the file defines it from scratch.
@@ -154,215 +545,138 @@ void reset_profile(mrc_ctl_context* c, std::uint64_t id, Modify modify, Query qu
   }
 }
 
-void apply_config(mrc_ctl_context* c, const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream o;
-    o << path << ':' << e.source().begin.line << ": " << e.description();
-    throw CtlError(o.str());
-  }
-  const Toml rd(path);
-  rd.keys(root, {"ev_format", "ev_profile", "cc_profile"});
-  const toml::array* fmts = rd.array(root, "ev_format");
-  const toml::array* evps = rd.array(root, "ev_profile");
-  const toml::array* ccs = rd.array(root, "cc_profile");
-  const auto ids = [&](const toml::array* a, const char* what) {
-    std::vector<std::uint64_t> v;
-    if (a)
-      for (const toml::node& n : *a) v.push_back(rd.uint(rd.table(n, what), "id", UINT64_MAX));
-    return v;
+std::string sport_warning(mrc_ctl_context* c, std::uint64_t id);
+
+void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
+  const Toml& rd = f.rd;
+  // A store refusal, at the node it is about.
+  const auto refused = [&](int rc, const toml::node* n, const std::string& what) {
+    if (rc != 0) throw CtlError(rd.at(n) + ": " + what + ": " + why_text(c, rc), exit_code_of(rc));
   };
   // Tear down what the file redefines: EV profiles first (their formats are busy while ONLINE).
-  for (const auto id : ids(evps, "ev_profile"))
-    reset_profile<mrc_ctl_ev_profile_attr>(c, id, mrc_ctl_modify_ev_profile, mrc_ctl_query_ev_profile,
-                                           "EV profile " + std::to_string(id));
-  for (const auto id : ids(fmts, "ev_format"))
-    reset_profile<mrc_ctl_ev_fmt_profile_attr>(c, id, mrc_ctl_modify_ev_fmt_profile,
+  for (const EvDef& d : f.evps)
+    reset_profile<mrc_ctl_ev_profile_attr>(c, d.id, mrc_ctl_modify_ev_profile, mrc_ctl_query_ev_profile,
+                                           rd.at(d.t) + ": EV profile " + std::to_string(d.id));
+  for (const FmtDef& d : f.fmts)
+    reset_profile<mrc_ctl_ev_fmt_profile_attr>(c, d.id, mrc_ctl_modify_ev_fmt_profile,
                                                mrc_ctl_query_ev_fmt_profile,
-                                               "EV format " + std::to_string(id));
-  for (const auto id : ids(ccs, "cc_profile"))
-    reset_profile<mrc_ctl_cc_profile_attr>(c, id, mrc_ctl_modify_cc_profile, mrc_ctl_query_cc_profile,
-                                           "CC profile " + std::to_string(id));
+                                               rd.at(d.t) + ": EV format " + std::to_string(d.id));
+  for (const CcDef& d : f.ccs)
+    reset_profile<mrc_ctl_cc_profile_attr>(c, d.id, mrc_ctl_modify_cc_profile, mrc_ctl_query_cc_profile,
+                                           rd.at(d.t) + ": CC profile " + std::to_string(d.id));
 
-  const std::map<std::string, mrc_ctl_ev_fmt_mode> fmt_modes{{"stev", MRC_CTL_EV_FMT_MODE_STEV},
-                                                             {"srv6", MRC_CTL_EV_FMT_MODE_SRV6},
-                                                             {"udp", MRC_CTL_EV_FMT_MODE_UDP}};
-  if (fmts)
-    for (const toml::node& n : *fmts) {
-      const toml::table& t = rd.table(n, "ev_format");
-      rd.keys(t, {"id", "mode", "widths"});
-      const std::uint64_t id = rd.uint(t, "id", UINT64_MAX);
-      const auto mode = fmt_modes.find(rd.str(t, "mode"));
-      if (mode == fmt_modes.end()) rd.fail(t.get("mode"), "mode must be stev, srv6 or udp");
-      std::vector<mrc_ctl_ev_fmt_field> widths;
-      const toml::array* w = rd.array(t, "widths");
-      if (w == nullptr) rd.fail(&t, "missing 'widths'");
-      for (const toml::node& x : *w) {
-        const auto* i = x.as_integer();
-        if (i == nullptr || i->get() < 1 || i->get() > 32) rd.fail(&x, "a width is an integer 1..32");
-        widths.push_back({static_cast<std::uint32_t>(i->get())});
-      }
-      mrc_ctl_ev_fmt_profile_attr a{};
-      a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-      a.ev_fmt_mode = mode->second;
-      a.ev_fmt_op.fmt_fields = widths.data();
-      a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
-      const std::string where =
-          path + ":" + std::to_string(t.source().begin.line) + ": EV format " + std::to_string(id);
-      check(c,
-            mrc_ctl_modify_ev_fmt_profile(c, id, &a,
+  for (const FmtDef& d : f.fmts) {
+    const std::string what = "EV format " + std::to_string(d.id);
+    std::vector<mrc_ctl_ev_fmt_field> widths = d.widths;
+    mrc_ctl_ev_fmt_profile_attr a{};
+    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+    a.ev_fmt_mode = d.mode;
+    refused(mrc_ctl_modify_ev_fmt_profile(c, d.id, &a,
                                           MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE),
-            where);
-      a.profile_state = MRC_CTL_PROFILE_ONLINE;
-      check(c,
-            mrc_ctl_modify_ev_fmt_profile(
-                c, id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS),
-            where);
-    }
+            d.t->get("mode"), what);
+    a.profile_state = MRC_CTL_PROFILE_ONLINE;
+    a.ev_fmt_op.fmt_fields = widths.data();
+    a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
+    refused(mrc_ctl_modify_ev_fmt_profile(
+                c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS),
+            d.t->get("widths"), what);
+  }
 
-  const std::map<std::string, mrc_ctl_ev_mode> ev_modes{
-      {"auto", MRC_CTL_EV_MODE_AUTO}, {"explicit", MRC_CTL_EV_MODE_EXP}, {"generated", MRC_CTL_EV_MODE_GEN}};
-  if (evps)
-    for (const toml::node& n : *evps) {
-      const toml::table& t = rd.table(n, "ev_profile");
-      rd.keys(t, {"id", "mode", "format", "count", "min_active", "event_mask", "fields", "evs", "deny"});
-      const std::uint64_t id = rd.uint(t, "id", UINT64_MAX);
-      const std::string where =
-          path + ":" + std::to_string(t.source().begin.line) + ": EV profile " + std::to_string(id);
-      const auto mode = ev_modes.find(rd.str(t, "mode"));
-      if (mode == ev_modes.end()) rd.fail(t.get("mode"), "mode must be auto, explicit or generated");
-      std::vector<mrc_ctl_ev_field> fields;
-      if (const toml::array* fa = rd.array(t, "fields"))
-        for (const toml::node& x : *fa) {
-          const toml::table& f = rd.table(x, "fields");
-          rd.keys(f, {"width", "init", "min", "max", "mask"});
-          const std::uint64_t zero = 0;
-          fields.push_back({static_cast<std::uint32_t>(rd.uint(f, "width", 32)),
-                            static_cast<std::uint32_t>(rd.uint(f, "init", UINT32_MAX, &zero)),
-                            static_cast<std::uint32_t>(rd.uint(f, "min", UINT32_MAX, &zero)),
-                            static_cast<std::uint32_t>(rd.uint(f, "max", UINT32_MAX, &zero)),
-                            static_cast<std::uint32_t>(rd.uint(f, "mask", UINT32_MAX, &zero))});
-        }
-      std::vector<mrc_ctl_ev_op_entry> evs;
-      if (const toml::array* ea = rd.array(t, "evs"))
-        for (const toml::node& x : *ea) {
-          const toml::table& e = rd.table(x, "evs");
-          rd.keys(e, {"ev", "port", "copies"});
-          const std::uint64_t one = 1;
-          const auto copies = rd.uint(e, "copies", 65536, &one);
-          mrc_ctl_ev_op_entry op{};
-          op.ev_new = make_ev(rd.ev(e, "ev"), static_cast<std::uint8_t>(rd.uint(e, "port", 255)));
-          op.state = MRC_CTL_EV_GOOD;
-          evs.insert(evs.end(), copies, op);  // duplicates weight a path
-        }
-      if (mode->second != MRC_CTL_EV_MODE_EXP && !evs.empty())
-        rd.fail(t.get("evs"), "'evs' needs mode = \"explicit\"");
-      const std::uint64_t nevs = evs.size();
-      mrc_ctl_ev_profile_attr a{};
-      a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-      a.ev_mode = mode->second;
-      std::uint32_t mask = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE;
-      if (mode->second != MRC_CTL_EV_MODE_AUTO) {
-        a.ev_fmt_profile_id = rd.uint(t, "format", UINT64_MAX);
-        a.ev_count = static_cast<std::uint32_t>(rd.uint(t, "count", UINT32_MAX, nevs ? &nevs : nullptr));
-        a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
-        a.ev_fields_op.fields = fields.data();
-        a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
-        mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
-      }
-      check(c, mrc_ctl_modify_ev_profile(c, id, &a, mask), where);
-      if (!evs.empty()) {
-        a = {};
-        a.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
-        a.ev_op.entries = evs.data();
-        a.ev_op.num_entries = static_cast<std::uint32_t>(evs.size());
-        check(c, mrc_ctl_modify_ev_profile(c, id, &a, MRC_CTL_EV_PROFILE_EV_OP), where + " evs");
-      }
-      if (const toml::array* da = rd.array(t, "deny")) {
-        std::vector<mrc_ctl_ev_op_entry> deny;
-        for (const toml::node& x : *da) {
-          const toml::table& e = rd.table(x, "deny");
-          rd.keys(e, {"ev", "port"});
-          mrc_ctl_ev_op_entry op{};
-          op.ev = make_ev(rd.ev(e, "ev"), static_cast<std::uint8_t>(rd.uint(e, "port", 255)));
-          op.state = MRC_CTL_EV_DENIED;
-          op.flags = MRC_CTL_EV_OP_F_ALL_COPIES;
-          deny.push_back(op);
-        }
-        a = {};
-        a.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
-        a.ev_op.entries = deny.data();
-        a.ev_op.num_entries = static_cast<std::uint32_t>(deny.size());
-        check(c, mrc_ctl_modify_ev_profile(c, id, &a, MRC_CTL_EV_PROFILE_EV_OP), where + " deny");
-      }
+  for (const EvDef& d : f.evps) {
+    const toml::table& t = *d.t;
+    const std::string what = "EV profile " + std::to_string(d.id);
+    const auto store_why = [&] { return why_text(c, EINVAL); };
+    std::vector<mrc_ctl_ev_field> fields = d.fields;
+    mrc_ctl_ev_profile_attr a{};
+    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+    a.ev_mode = d.mode;
+    std::uint32_t mask = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE;
+    if (d.mode != MRC_CTL_EV_MODE_AUTO) {
+      a.ev_fmt_profile_id = d.fmt_id;
+      a.ev_count = d.count;
+      a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+      a.ev_fields_op.fields = fields.data();
+      a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
+      mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
+    }
+    if (int rc = mrc_ctl_modify_ev_profile(c, d.id, &a, mask); rc != 0)
+      refused(rc,
+              blame(t, store_why(),
+                    {{"format profile", "format"},
+                     {"field", "fields"},
+                     {"format", "format"},
+                     {"ev_count", "count"},
+                     {"ev_count", "evs"},
+                     {"EVs are free", "count"},
+                     {"EVs are free", "evs"},
+                     {"SRv6", "fields"},
+                     {"generate", "fields"}}),
+              what);
+    // EV array operations: a failure names the entry it stopped at.
+    const auto ev_op = [&](std::vector<mrc_ctl_ev_op_entry> ops, mrc_ctl_ev_op_type op,
+                           const std::vector<const toml::node*>& nodes, const char* key) {
+      if (ops.empty()) return;
       a = {};
-      a.profile_state = MRC_CTL_PROFILE_ONLINE;
-      const std::uint64_t one = 1;
-      a.ev_min_active = static_cast<std::uint32_t>(rd.uint(t, "min_active", UINT32_MAX, &one));
-      if (const toml::array* m = rd.array(t, "event_mask"))
-        for (const toml::node& x : *m) {
-          const auto* s = x.as_string();
-          if (s && s->get() == "good")
-            a.ev_event_mask |= MRC_CTL_EV_GOOD;
-          else if (s && s->get() == "assumed_bad")
-            a.ev_event_mask |= MRC_CTL_EV_ASSUMED_BAD;
-          else
-            rd.fail(&x, "event_mask takes \"good\" and \"assumed_bad\"");
-        }
-      check(c,
-            mrc_ctl_modify_ev_profile(
-                c, id, &a,
-                MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK),
-            where + " to ONLINE");
-    }
+      a.ev_op.op = op;
+      a.ev_op.entries = ops.data();
+      a.ev_op.num_entries = static_cast<std::uint32_t>(ops.size());
+      const int rc = mrc_ctl_modify_ev_profile(c, d.id, &a, MRC_CTL_EV_PROFILE_EV_OP);
+      if (rc == 0) return;
+      std::size_t i = 0;
+      std::string rest;
+      const std::string why = why_text(c, rc);
+      if (entry_index(why, i, rest) && i < nodes.size())
+        throw CtlError(rd.at(nodes[i]) + ": " + what + ": " + key + ": " + rest, exit_code_of(rc));
+      refused(rc, t.get(key), what + ": " + key);
+    };
+    ev_op(d.evs, MRC_CTL_EV_OP_REPLACE_EV, d.ev_nodes, "evs");
+    ev_op(d.deny, MRC_CTL_EV_OP_MODIFY_EV_STATE, d.deny_nodes, "deny");
+    a = {};
+    a.profile_state = MRC_CTL_PROFILE_ONLINE;
+    a.ev_min_active = d.min_active;
+    a.ev_event_mask = d.event_mask;
+    if (int rc = mrc_ctl_modify_ev_profile(
+            c, d.id, &a,
+            MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK);
+        rc != 0)
+      refused(rc,
+              blame(t, store_why(),
+                    {{"min_active", "min_active"},
+                     {"event mask", "event_mask"},
+                     {"format profile", "format"},
+                     {"field", "fields"},
+                     {"format", "format"},
+                     {"explicit entry", "evs"},
+                     {"generate", "fields"}}),
+              what);
+    if (d.mode != MRC_CTL_EV_MODE_AUTO)
+      if (const std::string w = sport_warning(c, d.id); !w.empty()) {
+        const toml::node* n = d.mode == MRC_CTL_EV_MODE_EXP ? t.get("evs") : t.get("fields");
+        std::fprintf(stderr, "mrc ctl: warning: %s: %s: %s\n", rd.at(n).c_str(), what.c_str(), w.c_str());
+      }
+  }
 
-  if (ccs)
-    for (const toml::node& n : *ccs) {
-      const toml::table& t = rd.table(n, "cc_profile");
-      rd.keys(t, {"id", "algorithm", "base_rtt", "target_delay", "max_cwnd", "gamma", "max_md_jump", "fi",
-                  "fi_scale", "eta", "qa_gate", "qa_threshold", "adjust_bytes_threshold",
-                  "adjust_period_threshold", "disable_qa"});
-      const std::uint64_t id = rd.uint(t, "id", UINT64_MAX);
-      const std::string where =
-          path + ":" + std::to_string(t.source().begin.line) + ": CC profile " + std::to_string(id);
-      const std::string algo = rd.str(t, "algorithm");
-      mrc_ctl_cc_nscc_cfg cfg = api::ProfileStore::nscc_to_ctl(cc::NsccConfig{});
-      const auto u32 = [&](const char* k, std::uint32_t& v) {
-        const std::uint64_t d = v;
-        v = static_cast<std::uint32_t>(rd.uint(t, k, UINT32_MAX, &d));
-      };
-      const auto u8 = [&](const char* k, std::uint8_t& v) {
-        const std::uint64_t d = v;
-        v = static_cast<std::uint8_t>(rd.uint(t, k, 255, &d));
-      };
-      u32("base_rtt", cfg.base_rtt);
-      u32("target_delay", cfg.target_delay);
-      u32("max_cwnd", cfg.max_cwnd);
-      cfg.gamma = rd.real(t, "gamma", cfg.gamma);
-      cfg.max_md_jump = rd.real(t, "max_md_jump", cfg.max_md_jump);
-      cfg.fi = rd.real(t, "fi", cfg.fi);
-      cfg.fi_scale = rd.real(t, "fi_scale", cfg.fi_scale);
-      cfg.eta = rd.real(t, "eta", cfg.eta);
-      u8("qa_gate", cfg.qa_gate);
-      u32("qa_threshold", cfg.qa_threshold);
-      u32("adjust_bytes_threshold", cfg.adjust_bytes_threshold);
-      u32("adjust_period_threshold", cfg.adjust_period_threshold);
-      u8("disable_qa", cfg.disable_qa);
-      mrc_ctl_cc_profile_attr a{};
-      a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-      a.algorithm = algo == "none" ? nullptr : algo.c_str();
-      check(c, mrc_ctl_modify_cc_profile(c, id, &a, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM),
-            where);
-      a.profile_state = MRC_CTL_PROFILE_ONLINE;
-      a.cc_config = &cfg;
-      a.cc_config_len = sizeof(cfg);
-      check(c,
-            mrc_ctl_modify_cc_profile(
-                c, id, &a, MRC_CTL_CC_PROFILE_STATE | (a.algorithm ? MRC_CTL_CC_PROFILE_CONFIG : 0)),
-            where + " to ONLINE");
+  for (const CcDef& d : f.ccs) {
+    const toml::table& t = *d.t;
+    const std::string what = "CC profile " + std::to_string(d.id);
+    mrc_ctl_cc_nscc_cfg cfg = d.cfg;
+    mrc_ctl_cc_profile_attr a{};
+    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
+    a.algorithm = d.algorithm == "none" ? nullptr : d.algorithm.c_str();
+    refused(mrc_ctl_modify_cc_profile(c, d.id, &a, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM),
+            t.get("algorithm"), what);
+    a.profile_state = MRC_CTL_PROFILE_ONLINE;
+    a.cc_config = &cfg;
+    a.cc_config_len = sizeof(cfg);
+    if (int rc = mrc_ctl_modify_cc_profile(
+            c, d.id, &a, MRC_CTL_CC_PROFILE_STATE | (a.algorithm ? MRC_CTL_CC_PROFILE_CONFIG : 0));
+        rc != 0) {
+      // The NSCC checks start with the setting's name (ProfileStore::nscc_from_ctl).
+      const std::string why = why_text(c, rc);
+      const toml::node* n = t.get(why.substr(0, why.find(' ')));
+      refused(rc, n != nullptr ? n : &t, what);
     }
+  }
 }
 
 // ---- reading profiles back ------------------------------------------------------------------------
@@ -383,6 +697,26 @@ const char* profile_state_name(mrc_ctl_profile_state s) {
   return s == MRC_CTL_PROFILE_ONLINE ? "ONLINE" : s == MRC_CTL_PROFILE_OFFLINE ? "OFFLINE" : "INIT";
 }
 
+std::vector<std::uint64_t> list(mrc_ctl_context* c, mrc_ctl_profile_kind kind) {
+  std::uint32_t n = 0;
+  int rc = mrc_ctl_list_profiles(c, kind, nullptr, &n);
+  std::vector<std::uint64_t> ids(n);
+  if (rc == E2BIG) rc = mrc_ctl_list_profiles(c, kind, ids.data(), &n);
+  check(c, rc, "list profiles");
+  ids.resize(n);
+  return ids;
+}
+
+/// "no EV profile N" and what there is instead.
+std::string no_ev_profile(mrc_ctl_context* c, std::uint64_t id) {
+  std::string s = "no EV profile " + std::to_string(id);
+  if (g_ctl.offline && g_ctl.config.empty() && g_ctl.file.empty())
+    return s + " (--offline starts with profile 0 only: add --config FILE)";
+  std::vector<std::string> ids;
+  for (const auto x : list(c, MRC_CTL_PROFILE_KIND_EV)) ids.push_back(std::to_string(x));
+  return s + " (the EV profiles are " + join(ids) + ")";
+}
+
 struct EvProfileView {
   mrc_ctl_ev_profile_attr attr{};
   std::vector<mrc_ctl_ev_op_entry> entries;
@@ -391,15 +725,15 @@ struct EvProfileView {
   mrc_ctl_ev_fmt_mode fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
 };
 
-EvProfileView read_ev_profile(mrc_ctl_context* c, std::uint64_t id) {
+EvProfileView read_ev_profile(mrc_ctl_context* c, std::uint64_t id, const char* cmd = "evs") {
   EvProfileView v;
   const std::string what = "EV profile " + std::to_string(id);
-  check(c,
-        mrc_ctl_query_ev_profile(c, id, &v.attr,
-                                 MRC_CTL_EV_PROFILE_CUR_STATE | MRC_CTL_EV_PROFILE_MODE |
-                                     MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
-                                     MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK),
-        what);
+  const int qrc = mrc_ctl_query_ev_profile(c, id, &v.attr,
+                                           MRC_CTL_EV_PROFILE_CUR_STATE | MRC_CTL_EV_PROFILE_MODE |
+                                               MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
+                                               MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK);
+  if (qrc == ENOENT) bad_input(std::string(cmd) + ": " + no_ev_profile(c, id));
+  check(c, qrc, what);
   if (v.attr.ev_mode == MRC_CTL_EV_MODE_AUTO) return v;
   // E2BIG sizing: ask with no room, learn the count, ask again.
   mrc_ctl_ev_profile_attr q{};
@@ -464,6 +798,18 @@ nlohmann::json wire_form(mrc_ctl_ev_fmt_mode mode, const api::EvBytes& x) {
   return j;
 }
 
+/// The low-source-port check (ProfileStore::low_sport_warning) on a profile's EVs as they are now.
+std::string sport_warning(mrc_ctl_context* c, std::uint64_t id) {
+  const EvProfileView v = read_ev_profile(c, id);
+  std::vector<api::EvBytes> expanded;
+  for (const auto& e : v.entries) {
+    api::EvBytes raw{}, x{};
+    std::memcpy(raw.data(), e.ev.val, raw.size());
+    if (api::expand(v.widths, v.fields, raw, x)) expanded.push_back(x);
+  }
+  return api::ProfileStore::low_sport_warning(v.fmt_mode, expanded);
+}
+
 int cmd_evs(mrc_ctl_context* c) {
   const EvProfileView v = read_ev_profile(c, g_ctl.profile);
   if (v.attr.ev_mode == MRC_CTL_EV_MODE_AUTO) {
@@ -503,16 +849,6 @@ int cmd_evs(mrc_ctl_context* c) {
   }
   if (g_ctl.json) std::printf("%s\n", all.dump(2).c_str());
   return 0;
-}
-
-std::vector<std::uint64_t> list(mrc_ctl_context* c, mrc_ctl_profile_kind kind) {
-  std::uint32_t n = 0;
-  int rc = mrc_ctl_list_profiles(c, kind, nullptr, &n);
-  std::vector<std::uint64_t> ids(n);
-  if (rc == E2BIG) rc = mrc_ctl_list_profiles(c, kind, ids.data(), &n);
-  check(c, rc, "list profiles");
-  ids.resize(n);
-  return ids;
 }
 
 const char* ev_mode_name(mrc_ctl_ev_mode m) {
@@ -622,24 +958,20 @@ bool parse_gid(const std::string& text, std::uint8_t gid[16]) {
   return true;
 }
 
+std::uint32_t fmt_mode_of(const std::string& name) {
+  return name == "srv6"  ? MRC_CTL_EV_FMT_MODE_SRV6
+         : name == "udp" ? MRC_CTL_EV_FMT_MODE_UDP
+                         : MRC_CTL_EV_FMT_MODE_STEV;
+}
+
 int cmd_probe(mrc_ctl_context* c) {
   std::vector<mrc_ctl_ep_req> req(g_ctl.count);
-  const std::map<std::string, std::uint32_t> modes{{"stev", MRC_CTL_EV_FMT_MODE_STEV},
-                                                   {"srv6", MRC_CTL_EV_FMT_MODE_SRV6},
-                                                   {"udp", MRC_CTL_EV_FMT_MODE_UDP}};
-  const auto mode = modes.find(g_ctl.fmt_mode);
-  if (mode == modes.end()) throw CtlError("--mode must be stev, srv6 or udp");
-  api::EvBytes ev{};
-  try {
-    ev = api::ev_from_hex(g_ctl.ev);
-  } catch (const std::invalid_argument& e) {
-    throw CtlError(std::string("--ev: ") + e.what());
-  }
+  const api::EvBytes ev = api::ev_from_hex(g_ctl.ev);  // checked by the option's validator
   for (std::uint32_t i = 0; i < g_ctl.count; ++i) {
     mrc_ctl_ep_req& r = req[i];
     r.req_id = static_cast<std::uint16_t>(::getpid() + i);
-    if (!parse_gid(g_ctl.dgid, r.dgid)) throw CtlError("--dgid is not an IPv4 or IPv6 address");
-    r.ev_fmt_mode = mode->second;
+    parse_gid(g_ctl.dgid, r.dgid);  // checked by the option's validator
+    r.ev_fmt_mode = fmt_mode_of(g_ctl.fmt_mode);
     r.req_ev = make_ev(ev, static_cast<std::uint8_t>(g_ctl.port));
   }
   std::vector<mrc_ctl_ep_rsp> rsp(g_ctl.count);
@@ -659,14 +991,15 @@ int cmd_probe(mrc_ctl_context* c) {
 
 int cmd_events(mrc_ctl_context* c) {
   mrc_ctl_ev_event_cq* cq = mrc_ctl_create_ev_event_cq(c, 4096, nullptr, nullptr, 0);
-  if (cq == nullptr) check(c, errno, "create event CQ");
+  if (cq == nullptr) check(c, errno, "events: create event CQ");
   std::uint32_t seen = 0;
   mrc_ctl_ev_event ev[64];
   while (g_ctl.count == 0 || seen < g_ctl.count) {
     const int n = mrc_ctl_poll_ev_event(cq, 64, ev);
     if (n < 0) {
+      const std::string why = why_text(c, -n);
       mrc_ctl_destroy_ev_event_cq(cq);
-      check(c, -n, "poll events");
+      throw CtlError("events: poll events: " + why, exit_code_of(-n));
     }
     for (int i = 0; i < n && (g_ctl.count == 0 || seen < g_ctl.count); ++i, ++seen) {
       api::EvBytes b{};
@@ -683,21 +1016,59 @@ int cmd_events(mrc_ctl_context* c) {
 }
 
 int cmd_deny(mrc_ctl_context* c, bool deny) {
+  const char* cmd = deny ? "deny" : "allow";
+  std::string ev_text = g_ctl.ev;
+  for (char& ch : ev_text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  mrc_ctl_ev_profile_attr q{};
+  const int qrc = mrc_ctl_query_ev_profile(c, g_ctl.profile, &q, MRC_CTL_EV_PROFILE_CUR_STATE);
+  if (qrc == ENOENT) bad_input(std::string(cmd) + ": " + no_ev_profile(c, g_ctl.profile));
+  check(c, qrc, std::string(cmd) + ": EV profile " + std::to_string(g_ctl.profile));
   mrc_ctl_ev_op_entry e{};
-  try {
-    e.ev = make_ev(api::ev_from_hex(g_ctl.ev), static_cast<std::uint8_t>(g_ctl.port));
-  } catch (const std::invalid_argument& x) {
-    throw CtlError(std::string("EV: ") + x.what());
-  }
+  e.ev = make_ev(api::ev_from_hex(g_ctl.ev), static_cast<std::uint8_t>(g_ctl.port));  // validated
   e.state = deny ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD;
   e.flags = g_ctl.all_copies ? MRC_CTL_EV_OP_F_ALL_COPIES : 0;
   mrc_ctl_ev_profile_attr a{};
   a.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
   a.ev_op.entries = &e;
   a.ev_op.num_entries = 1;
-  check(c, mrc_ctl_modify_ev_profile(c, g_ctl.profile, &a, MRC_CTL_EV_PROFILE_EV_OP),
-        deny ? "deny" : "allow");
+  const int rc = mrc_ctl_modify_ev_profile(c, g_ctl.profile, &a, MRC_CTL_EV_PROFILE_EV_OP);
+  if (rc == ENOENT)
+    bad_input(std::string(cmd) + ": EV " + ev_text + " on port " + std::to_string(g_ctl.port) +
+              " is not in EV profile " + std::to_string(g_ctl.profile));
+  std::size_t i = 0;
+  std::string rest;
+  if (rc != 0 && entry_index(why_text(c, rc), i, rest))
+    throw CtlError(std::string(cmd) + ": EV profile " + std::to_string(g_ctl.profile) + ": " + rest,
+                   exit_code_of(rc));
+  check(c, rc, std::string(cmd) + ": EV profile " + std::to_string(g_ctl.profile));
+  std::printf("EV profile %llu: EV %s on port %u %s\n", static_cast<unsigned long long>(g_ctl.profile),
+              ev_text.c_str(), g_ctl.port, deny ? "DENIED" : "GOOD");
   return 0;
+}
+
+/// Opens the endpoint's control socket, or says why not: a path that is missing, a directory or
+/// not a socket is bad input (2); a socket nobody listens on means the endpoint is gone (1).
+mrc_ctl_context* open_socket(const std::string& path, const std::string& label) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e == ENOENT || e == ENOTDIR)
+      bad_input(label +
+                ": no such file (is the endpoint running? it serves the socket its device "
+                "config names as ctl_socket)");
+    if (e == EACCES) bad_input(label + ": permission denied");
+    bad_input(label + ": " + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) bad_input(label + ": is a directory, not a control socket");
+  if (!S_ISSOCK(st.st_mode))
+    bad_input(label + ": is not a control socket (a UNIX socket an endpoint serves)");
+  mrc_ctl_context* c = mrc_ctl_open(path.c_str());
+  if (c != nullptr) return c;
+  const int e = errno;
+  if (e == EINVAL) bad_input(label + ": too long for a UNIX socket path (at most 107 bytes)");
+  if (e == ECONNREFUSED) throw CtlError(label + ": connection refused (no endpoint is listening on it)");
+  if (e == EACCES) throw CtlError(label + ": permission denied");
+  throw CtlError(label + ": cannot connect: " + std::strerror(e));
 }
 
 /// The handle the command talks to: the control socket, or an in-process store (--offline).
@@ -710,38 +1081,90 @@ struct Handle {
   }
 };
 
+CLI::Validator ev_hex_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          api::ev_from_hex(s);
+        } catch (const std::invalid_argument& e) {
+          return std::string("must be an EV of 1..64 hex digits (big-endian), got '") + s + "' (" + e.what() +
+                 ")";
+        }
+        return {};
+      },
+      "HEX", "ev_hex");
+}
+
+CLI::Validator address_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        std::uint8_t gid[16];
+        return parse_gid(s, gid) ? std::string() : "must be an IPv4 or IPv6 address, got '" + s + "'";
+      },
+      "ADDRESS", "address");
+}
+
+CLI::Validator one_of(std::vector<std::string> names) {
+  return CLI::Validator(
+      [names](std::string& s) -> std::string {
+        if (std::find(names.begin(), names.end(), s) != names.end()) return {};
+        return "must be one of " + join(names) + ", got '" + s + "'";
+      },
+      join(names, "|"), "one_of");
+}
+
+CLI::Option* g_ports_opt = nullptr;
+
 }  // namespace
 
 CLI::App* add_ctl_command(CLI::App& app) {
   CLI::App* ctl =
       app.add_subcommand("ctl", "MRC controller: EV and CC profiles, EV probes and events (mrc_ctl.h)");
   ctl->require_subcommand(1);
-  ctl->add_option("--socket", g_ctl.socket, "control socket of the endpoint (default $MRC_CTL_SOCKET)");
-  ctl->add_flag("--offline", g_ctl.offline, "no endpoint: validate and expand profiles in this process");
-  ctl->add_option("--ports", g_ctl.ports, "ports of the offline endpoint")->check(CLI::Range(1, 32));
+  ctl->fallthrough();  // `mrc ctl events --offline` as well as `mrc ctl --offline events`
+  CLI::Option* socket =
+      ctl->add_option("--socket", g_ctl.socket, "control socket of the endpoint (default $MRC_CTL_SOCKET)");
+  ctl->add_flag("--offline", g_ctl.offline, "no endpoint: validate and expand profiles in this process")
+      ->excludes(socket);
+  g_ports_opt = ctl->add_option("--ports", g_ctl.ports,
+                                "ports of the offline endpoint (default: the highest port the files name, "
+                                "at least 1)")
+                    ->check(uint_range(1, engine::kMaxPorts));
   ctl->add_option("--config", g_ctl.config, "apply this TOML file first (with --offline)");
   g_apply = ctl->add_subcommand("apply", "apply EV-format, EV and CC profiles from a TOML file");
   g_apply->add_option("file", g_ctl.file, "TOML file")->required();
   g_show = ctl->add_subcommand("show", "profiles, EV states per port, port counters");
   g_show->add_flag("--json", g_ctl.json, "JSON output");
   g_evs = ctl->add_subcommand("evs", "each EV of a profile in its wire form");
-  g_evs->add_option("profile", g_ctl.profile, "EV profile ID")->required();
+  g_evs->add_option("profile", g_ctl.profile, "EV profile ID")->required()->check(uint_range(0, UINT64_MAX));
   g_evs->add_flag("--json", g_ctl.json, "JSON output");
-  g_probe = ctl->add_subcommand("probe", "send EV probes and print their RTTs");
-  g_probe->add_option("--dgid", g_ctl.dgid, "peer address on the probe's port")->required();
-  g_probe->add_option("--port", g_ctl.port, "local port (1-based)")->check(CLI::Range(1, 32));
-  g_probe->add_option("--ev", g_ctl.ev, "expanded EV, big-endian hex")->required();
-  g_probe->add_option("--mode", g_ctl.fmt_mode, "EV format: stev, srv6 or udp");
-  g_probe->add_option("--count", g_ctl.count, "probes")->check(CLI::Range(1, 1024));
-  g_probe->add_option("--timeout-ms", g_ctl.timeout_ms, "wait this long for the answers");
-  g_events = ctl->add_subcommand("events", "follow EV events (profiles with an event mask)");
-  g_events->add_option("--count", g_ctl.count, "stop after this many (0 = follow)");
+  g_probe = ctl->add_subcommand("probe", "send EV probes and print their RTTs (needs an endpoint)");
+  g_probe->add_option("--dgid", g_ctl.dgid, "peer address on the probe's port")
+      ->required()
+      ->check(address_check());
+  g_probe->add_option("--port", g_ctl.port, "local port (1-based)")->check(uint_range(1, engine::kMaxPorts));
+  g_probe->add_option("--ev", g_ctl.ev, "expanded EV, big-endian hex")->required()->check(ev_hex_check());
+  g_probe->add_option("--mode", g_ctl.fmt_mode, "EV format: stev, srv6 or udp")
+      ->check(one_of({"stev", "srv6", "udp"}));
+  g_probe->add_option("--count", g_ctl.count, "probes")->check(uint_range(1, 1024));
+  g_probe->add_option("--timeout-ms", g_ctl.timeout_ms, "wait this long for the answers")
+      ->check(uint_range(1, 3'600'000));
+  g_events =
+      ctl->add_subcommand("events", "follow EV events (profiles with an event mask; needs an endpoint)");
+  g_events->add_option("--count", g_ctl.count, "stop after this many (0 = follow)")
+      ->check(uint_range(0, UINT32_MAX));
   for (CLI::App** sub : {&g_deny, &g_allow}) {
     *sub = ctl->add_subcommand(sub == &g_deny ? "deny" : "allow",
                                sub == &g_deny ? "deny an EV (DENIED)" : "allow an EV again (GOOD)");
-    (*sub)->add_option("profile", g_ctl.profile, "EV profile ID")->required();
-    (*sub)->add_option("ev", g_ctl.ev, "raw EV, big-endian hex")->required();
-    (*sub)->add_option("port", g_ctl.port, "port (1-based)")->required();
+    (*sub)
+        ->add_option("profile", g_ctl.profile, "EV profile ID")
+        ->required()
+        ->check(uint_range(0, UINT64_MAX));
+    (*sub)->add_option("ev", g_ctl.ev, "raw EV, big-endian hex")->required()->check(ev_hex_check());
+    (*sub)
+        ->add_option("port", g_ctl.port, "port (1-based)")
+        ->required()
+        ->check(uint_range(1, engine::kMaxPorts));
     (*sub)->add_flag("--all-copies", g_ctl.all_copies, "every copy of the EV");
   }
   return ctl;
@@ -750,24 +1173,50 @@ CLI::App* add_ctl_command(CLI::App& app) {
 int run_ctl() {
   Handle h;
   try {
+    // Offline there is no endpoint: nothing sends probes or produces events. Say so now rather
+    // than wait for what cannot come.
+    if (g_ctl.offline && g_events->parsed())
+      bad_input(
+          "events: --offline has no endpoint to produce EV events; give --socket PATH (or set "
+          "MRC_CTL_SOCKET) of a running endpoint");
+    if (g_ctl.offline && g_probe->parsed())
+      bad_input(
+          "probe: --offline has no endpoint to send EV probes from; give --socket PATH (or set "
+          "MRC_CTL_SOCKET) of a running endpoint");
+    std::vector<ConfigFile> files;  // checked before anything is applied
     if (g_ctl.offline) {
-      h.store.set_num_ports(g_ctl.ports);
+      if (!g_ctl.config.empty()) files.push_back(load_config(g_ctl.config));
+      if (g_apply->parsed()) files.push_back(load_config(g_ctl.file));
+      // The offline endpoint has the ports the files name unless --ports says otherwise.
+      std::uint32_t ports = 1;
+      for (const ConfigFile& f : files) ports = std::max(ports, f.ports_needed);
+      if (g_ports_opt->count() > 0) {
+        for (const ConfigFile& f : files)
+          if (f.ports_needed > g_ctl.ports)
+            bad_input(f.rd.at(f.port_node) + ": EV profile " + std::to_string(f.port_profile) + ": port " +
+                      std::to_string(f.ports_needed) + " is above --ports " + std::to_string(g_ctl.ports) +
+                      " (this file needs --ports " + std::to_string(f.ports_needed) +
+                      "; without --ports the offline endpoint has the ports the files name)");
+        ports = g_ctl.ports;
+      }
+      h.store.set_num_ports(ports);
       h.service = std::make_unique<api::CtlService>(h.store, nullptr, false);
       h.ctx = api::ctl_open_embedded(*h.service, true);
-      if (!g_ctl.config.empty()) apply_config(h.ctx, g_ctl.config);
+      if (!g_ctl.config.empty()) apply_config(h.ctx, files.front());
     } else {
-      std::string path = g_ctl.socket;
-      if (path.empty() && std::getenv("MRC_CTL_SOCKET")) path = std::getenv("MRC_CTL_SOCKET");
+      if (!g_ctl.config.empty()) bad_input("--config goes with --offline; use `apply FILE` on an endpoint");
+      std::string path = g_ctl.socket, label = "--socket " + g_ctl.socket;
+      if (path.empty() && std::getenv("MRC_CTL_SOCKET")) {
+        path = std::getenv("MRC_CTL_SOCKET");
+        label = "MRC_CTL_SOCKET=" + path;
+      }
       if (path.empty())
-        throw CtlError("no control socket: give --socket PATH (or set MRC_CTL_SOCKET), or --offline");
-      if (!g_ctl.config.empty())
-        throw CtlError("--config goes with --offline; use `apply FILE` on an endpoint");
-      h.ctx = mrc_ctl_open(path.c_str());
-      if (h.ctx == nullptr)
-        throw CtlError("cannot open control socket " + path + ": " + std::strerror(errno));
+        bad_input("no control socket: give --socket PATH (or set MRC_CTL_SOCKET), or --offline");
+      if (g_apply->parsed()) files.push_back(load_config(g_ctl.file));
+      h.ctx = open_socket(path, label);
     }
     if (g_apply->parsed()) {
-      apply_config(h.ctx, g_ctl.file);
+      apply_config(h.ctx, files.back());
       std::printf("applied %s\n", g_ctl.file.c_str());
       return 0;
     }
@@ -779,9 +1228,9 @@ int run_ctl() {
     if (g_allow->parsed()) return cmd_deny(h.ctx, false);
   } catch (const CtlError& e) {
     std::fprintf(stderr, "mrc ctl: %s\n", e.what());
-    return 1;
+    return e.exit_code;
   }
-  return 1;
+  return kExitFailed;
 }
 
 }  // namespace mrc::tools
