@@ -513,7 +513,7 @@ SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptio
       !ch.recv_values(vals, kOobTimeout, err) || !prm.decode(vals, hello, err)) {
     if (hello) {  // an mrc perf client whose parameters this server refuses: it is told why
       std::fprintf(stderr, "mrc perf server: refused the client at %s: %s\n", who.c_str(), err.c_str());
-      send_reason(ch, "server refused the client: " + err);
+      send_reason(ch, "refused the client's parameters: " + err);
       return SessionEnd::kFailed;
     }
     std::fprintf(stderr, "mrc perf server: dropped the connection from %s: %s\n", who.c_str(), err.c_str());
@@ -522,7 +522,7 @@ SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptio
   }
   const auto refuse = [&](const std::string& why) {
     std::fprintf(stderr, "mrc perf server: session with %s failed: %s\n", who.c_str(), why.c_str());
-    send_reason(ch, "server: " + why);
+    send_reason(ch, why);
     return SessionEnd::kFailed;
   };
   if (local.size() != prm.planes)
@@ -1095,8 +1095,15 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
                 "); start `mrc perf --server` there, check --client and -p/--port, or wait longer with "
                 "--connect-timeout");
   }
+  // A send the server's side refused (it closed): its reason may be waiting to be read.
+  const auto reason = [&](const std::string& e) {
+    std::vector<std::uint64_t> junk;
+    std::string why;
+    if (!ch->recv_values(junk, 1'000'000'000, why) && why.rfind("peer: ", 0) == 0) return from_server(why);
+    return from_server(e);
+  };
   const std::vector<std::uint64_t> hello = prm.encode();
-  if (!ch->send_values(hello, err)) return fail(from_server(err));
+  if (!ch->send_values(hello, err)) return fail(reason(err));
   Session s;
   if (!open_session(s, o, prm, local, err)) return fail(err);
   std::vector<io::ConnInfo> mine, theirs(prm.qps);
@@ -1104,9 +1111,10 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
   if (o.auth)
     for (io::ConnInfo& m : mine)
       if (!add_auth_key(m, err)) return fail(err);
-  for (std::uint32_t q = 0; q < prm.qps; ++q)
-    if (!ch->send_conn_info(mine[q], err) || !ch->recv_conn_info(theirs[q], kOobTimeout, err))
-      return fail(from_server(err));
+  for (std::uint32_t q = 0; q < prm.qps; ++q) {
+    if (!ch->send_conn_info(mine[q], err)) return fail(reason(err));
+    if (!ch->recv_conn_info(theirs[q], kOobTimeout, err)) return fail(from_server(err));
+  }
   for (std::uint32_t q = 0; q < prm.qps; ++q) {
     engine::QpAuth a;
     if (theirs[q].length < prm.region) return fail("server region smaller than requested");
@@ -1317,7 +1325,7 @@ CLI::App* add_perf_command(CLI::App& app) {
       ->check(uint_range(1, 1u << 20))
       ->capture_default_str();
   c->add_option(
-       "-m,--mtu,--pmtu", o.pmtu,
+       "-m,--pmtu,--mtu", o.pmtu,
        "Payload bytes per packet: 256, 512, 1024, 2048 or 4096 (default 0: the largest whose datagram "
        "fits every plane's interface MTU)")
       ->check(pmtu_check());
@@ -1421,13 +1429,18 @@ int run_perf() {
     probe.ev_mode = o.ev_mode == "srv6" ? 2 : o.ev_mode == "stev" ? 1 : 0;
     if (o.server) probe.pmtu = 1024;
     Session s;
-    if (!open_session(s, o, probe, local, err))
-      return usage(err + " (local planes " + local[0].str() + "..., --udp-port " +
-                   std::to_string(o.udp_port) + ")");
+    if (!open_session(s, o, probe, local, err)) {
+      std::string planes;
+      for (const io::IpAddr& a : local) planes += (planes.empty() ? "" : ",") + a.str();
+      return usage(err + " (--local " + planes + ", --udp-port " + std::to_string(o.udp_port) + ")");
+    }
   }
   if (!o.pcap.empty()) {
     g_pcap = std::make_unique<io::PcapWriter>();
-    if (!g_pcap->open(o.pcap)) return usage("--pcap: " + g_pcap->error());
+    if (!g_pcap->open(o.pcap)) {
+      const std::string& e = g_pcap->error();  // "pcap: cannot open ..."
+      return usage("--pcap: " + (e.rfind("pcap: ", 0) == 0 ? e.substr(6) : e));
+    }
   }
   return o.server ? run_server(o, local, remote) : run_client(o, local, remote, plan);
 }
