@@ -3,7 +3,7 @@
 // creates and changes them, in process or through the control socket).
 //
 // Every profile follows INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT; which attributes may change in
-// which state is the table of mrc-reference §5.3 (anything else is EINVAL). Profile ID 0 is the
+// which state is the table of docs/protocol.md §7.3 (anything else is EINVAL). Profile ID 0 is the
 // built-in default (read-only). Thread-safe: one mutex, never taken on the data path.
 //
 // EV values for the engine (docs/decisions.md D31, D37): an STEV/UDP EV is the first 4 bytes of

@@ -1,4 +1,4 @@
-// Controller API conformance on an in-process handle (mrc-reference §5.1, §5.3-5.6): device
+// Controller API conformance on an in-process handle (docs/protocol.md §7.1, §7.3-7.6): device
 // attributes, every profile state transition allowed and refused, attribute masks, errnos,
 // E2BIG sizing, EBUSY while a QP holds a profile, EPERM for unprivileged handles, event CQs.
 #include <cmath>
