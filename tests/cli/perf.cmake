@@ -54,7 +54,7 @@ mrc_cli_test(NAME perf_pmtu_3000 EXIT 2 MATCH "--pmtu.*0 \\(auto.*256, 512, 1024
              ARGS perf ${_c} --pmtu 3000)
 mrc_cli_test(NAME perf_pmtu_100 EXIT 2 MATCH "--pmtu.*256, 512, 1024, 2048, 4096" ARGS perf ${_c} --pmtu 100)
 # Ports
-mrc_cli_test(NAME perf_port_70000 EXIT 2 MATCH "--port.*\\[0, 65535\\]" ARGS perf ${_c} -p 70000)
+mrc_cli_test(NAME perf_port_70000 EXIT 2 MATCH "--port.*\\[0, 65535\\]" ARGS perf --client 127.0.0.1 -p 70000)
 mrc_cli_test(NAME perf_client_port_zero EXIT 2 MATCH "-p/--port: 0 .*the client needs the server's port.*\\[1, 65535\\]"
              ARGS perf --client 127.0.0.1 -p 0)
 mrc_cli_test(NAME perf_udp_port_zero EXIT 2 MATCH "--udp-port.*\\[1, 65535\\]" ARGS perf ${_c} --udp-port 0)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 namespace mrc::io {
@@ -148,6 +149,62 @@ TEST(Oob, MalformedMessagesGiveClearErrors) {
   // Wrong type for the call.
   const std::uint64_t v[] = {1};
   EXPECT_NE(server_error_for(encode_values(v)).find("expected message type"), std::string::npos);
+}
+
+TEST(Oob, ErrorMessageGivesThePeersReason) {
+  // Version 3 on the wire, type 3, the text as the body.
+  const std::vector<std::uint8_t> e = encode_error("planes: 2 vs 4");
+  ASSERT_EQ(e.size(), 12u + 14u);
+  EXPECT_EQ(e[4], 0);
+  EXPECT_EQ(e[5], 3);
+  EXPECT_EQ(e[7], static_cast<std::uint8_t>(OobType::kError));
+  EXPECT_EQ(std::string(e.begin() + 12, e.end()), "planes: 2 vs 4");
+  EXPECT_EQ(encode_error(std::string(5000, 'x')).size(), 12u + kOobMaxError);
+  // Whatever the receiver waits for, the peer's error ends the wait with its text (non-printable
+  // bytes shown as '?').
+  OobListener l;
+  std::string err;
+  ASSERT_TRUE(l.listen("127.0.0.1", 0, err)) << err;
+  std::thread server([&] {
+    std::string e2;
+    auto ch = l.accept(kTimeout, e2);
+    if (!ch) return;
+    ch->send_error("refused: qps 0\n", e2);
+    ch->send_error("second", e2);
+  });
+  auto ch = OobChannel::connect("127.0.0.1", l.port(), kTimeout, err);
+  ASSERT_TRUE(ch) << err;
+  std::vector<std::uint64_t> vals;
+  EXPECT_FALSE(ch->recv_values(vals, kTimeout, err));
+  EXPECT_EQ(err, "peer: refused: qps 0?");
+  ConnInfo c;
+  EXPECT_FALSE(ch->recv_conn_info(c, kTimeout, err));
+  EXPECT_EQ(err, "peer: second");
+  server.join();
+  // An error body beyond kOobMaxError is refused in the header.
+  std::vector<std::uint8_t> big = encode_error("x");
+  big[10] = 0x10;  // body length 0x1001
+  OobType t{};
+  std::uint32_t len = 0;
+  EXPECT_FALSE(decode_header(std::span(big).first(12), t, len, err));
+  EXPECT_NE(err.find("too large"), std::string::npos) << err;
+}
+
+TEST(Oob, ConnectToAnAddressThatNeverAnswersIsBoundedByTheTimeout) {
+  // A listener whose backlog is full: the kernel drops further SYNs, so connect() hangs unless the
+  // timeout bounds it. The elapsed time is not asserted, only that connect returns with an error.
+  OobListener l;
+  std::string err;
+  ASSERT_TRUE(l.listen("127.0.0.1", 0, err)) << err;
+  std::vector<std::optional<OobChannel>> held;
+  bool refused = false;
+  for (int i = 0; i < 64 && !refused; ++i) {
+    auto ch = OobChannel::connect("127.0.0.1", l.port(), 200'000'000, err);
+    refused = !ch;
+    held.push_back(std::move(ch));
+  }
+  EXPECT_TRUE(refused) << "64 connections into a backlog of 16 all succeeded";
+  EXPECT_NE(err.find("cannot connect"), std::string::npos) << err;
 }
 
 TEST(Oob, MalformedBodiesAreRejected) {
