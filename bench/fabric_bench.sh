@@ -46,7 +46,7 @@ R() { echo "$1=$2" >>"$W/results"; }  # key=value results, read by the report at
 mrc_run() {
   local tag=$1 sns=$2 sl=$3 cns=$4 cl=$5 secs=$6
   shift 6
-  inns "$sns" timeout "$((secs + 60))" "$MRC" perf --server --bind "${sl%%,*}" -p 18600 --local "$sl" ${SRV_ARGS:-} >"$W/$tag.srv" 2>&1 &
+  inns "$sns" timeout "$((secs + 60))" "$MRC" perf --server --once --bind "${sl%%,*}" -p 18600 --local "$sl" ${SRV_ARGS:-} >"$W/$tag.srv" 2>&1 &
   local spid=$!
   PIDS+=("$spid")
   for _ in $(seq 100); do grep -q 'waiting on' "$W/$tag.srv" && break; sleep 0.05; done

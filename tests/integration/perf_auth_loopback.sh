@@ -17,7 +17,7 @@ SRV_PLANES=127.61.1.1,127.61.2.1 CLI_PLANES=127.61.1.2,127.61.2.2
 # start_server ARGS...: sets OOB_PORT (the server listens on a free port and prints it)
 start_server() {
   : >"$WORK/srv.out"  # now, not in the child: the wait below must not read the last server's output
-  timeout 60 "$MRC" perf --server --bind 127.0.0.1 -p 0 --local "$SRV_PLANES" "$@" >"$WORK/srv.out" 2>&1 &
+  timeout 60 "$MRC" perf --server --once --bind 127.0.0.1 -p 0 --local "$SRV_PLANES" "$@" >"$WORK/srv.out" 2>&1 &
   SRV_PID=$!
   wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"
   OOB_PORT=$(sed -n 's/.*waiting on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/srv.out")

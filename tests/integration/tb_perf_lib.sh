@@ -30,7 +30,7 @@ PY
 
 perf_start_server() {
   : >"$WORK/srv.out"  # now, not in the child: the wait below must not read the last server's output
-  "$TB" exec h2 -- timeout $((PERF_TIMEOUT + 10)) "$MRC" perf --server --bind "$SRV_OOB" -p $PORT --local "$L2" \
+  "$TB" exec h2 -- timeout $((PERF_TIMEOUT + 10)) "$MRC" perf --server --once --bind "$SRV_OOB" -p $PORT --local "$L2" \
     >"$WORK/srv.out" 2>&1 &
   SRV_PID=$!
   wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"

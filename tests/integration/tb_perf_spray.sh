@@ -33,7 +33,7 @@ PY
 SRV_OOB=${L2%%,*}
 echo "client planes $L1 -> server planes $L2 (OOB $SRV_OOB:$PORT)"
 
-"$TB" exec h2 -- timeout 60 "$MRC" perf --server --bind "$SRV_OOB" -p $PORT --local "$L2" \
+"$TB" exec h2 -- timeout 60 "$MRC" perf --server --once --bind "$SRV_OOB" -p $PORT --local "$L2" \
   >"$WORK/srv.out" 2>&1 &
 SRV_PID=$!
 wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"

@@ -32,7 +32,7 @@ echo "client final addresses $L1 -> server $L2 (OOB over $OOB:$PORT)"
 csum_err() { "$TB" exec "$1" -- awk '$1 == "Udp6InCsumErrors" {print $2}' /proc/net/snmp6; }
 E1=$(csum_err h1) E2=$(csum_err h2)
 
-"$TB" exec h2 -- timeout 80 "$MRC" perf --server --bind "$OOB" -p $PORT --local "$L2" \
+"$TB" exec h2 -- timeout 80 "$MRC" perf --server --once --bind "$OOB" -p $PORT --local "$L2" \
   --ev-mode srv6 --srv6-paths 2002 >"$WORK/srv.out" 2>&1 &
 SRV_PID=$!
 wait_for "$WORK/srv.out" 'waiting on' "$SRV_PID"
