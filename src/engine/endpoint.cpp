@@ -13,6 +13,9 @@ namespace mrc::engine {
 namespace {
 constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
 constexpr std::size_t kMaxEpTx = 1024;
+constexpr std::size_t kMaxVerify = 64;               ///< port-status checks outstanding (D40)
+constexpr std::uint32_t kVerifyProbeBit = 1u << 23;  ///< BTH.PSN of our own checks; API probes are < 2^16
+constexpr Duration kVerifyTimeout = 100'000'000;     ///< 100 ms
 
 /// IBTA partition rule: same 15-bit key, and at least one side a full member (bit 15).
 bool pkey_match(std::uint16_t a, std::uint16_t b) {
@@ -31,7 +34,8 @@ struct Endpoint::EpTx {
 Endpoint::Endpoint(const EndpointConfig& cfg)
     : cfg_(cfg),
       memory_(cfg.seed ^ 0x5DEECE66DULL),
-      port_up_mask_(cfg.num_ports >= 32 ? 0xFFFFFFFFu : (1u << cfg.num_ports) - 1) {}
+      port_up_mask_(cfg.num_ports >= 32 ? 0xFFFFFFFFu : (1u << cfg.num_ports) - 1),
+      rng_(cfg.seed ^ 0x9E3779B97F4A7C15ULL) {}
 
 Endpoint::~Endpoint() = default;
 
@@ -162,7 +166,23 @@ bool Endpoint::poll_completion(Completion& out) {
   return true;
 }
 
+void Endpoint::push_event(const Event& e) {
+  if (cfg_.tun.max_events != 0 && events_.size() >= cfg_.tun.max_events) {
+    events_.pop_front();
+    ++events_lost_;
+    ++counters_.events_dropped;
+  }
+  events_.push_back(e);
+}
+
 bool Endpoint::poll_event(Event& out) {
+  if (events_lost_ > 0) {  // the loss is reported before the (newer) events that survived it
+    out = Event{};
+    out.type = EventType::kEventsDropped;
+    out.dropped = events_lost_;
+    events_lost_ = 0;
+    return true;
+  }
   if (events_.empty()) return false;
   out = events_.front();
   events_.pop_front();
@@ -181,7 +201,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   wire::DecodeOptions opt;
   opt.trimmed = meta.trimmed || meta.trimmed_lasthop;
   opt.verify_icrc = cfg_.icrc && !opt.trimmed;
-  if (any_auth_ && !authenticate(pkt, opt)) return;
+  if (any_auth_ && !authenticate(pkt, meta, opt)) return;
   if (wire::decode(pkt, p, opt) != wire::Error::kOk) {
     ++counters_.rx_bad_packet;
     return;
@@ -207,15 +227,31 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   q->on_packet(p, meta, now);
 }
 
-bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, wire::DecodeOptions& opt) {
+bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& meta,
+                            wire::DecodeOptions& opt) {
   if (pkt.size() < 8) return true;  // no BTH: decode refuses it
-  const Qp* q = qp((std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7]);
-  if (q == nullptr || !q->remote().auth.on) return true;
-  // A trimmed packet lost its tag with its payload, so it cannot be told from a forgery: dropped,
-  // the sender recovers it as a loss.
-  if (opt.trimmed || !mac_valid(q->remote().auth.rx, pkt)) {
-    ++counters_.rx_auth_failed;
-    return false;
+  const std::uint32_t dest = (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+  if (dest == wire::kEpQpn) {
+    // Endpoint packets from a peer with authenticated QPs carry the tag of one of them (D40).
+    const Qp* cand[kMaxEpKeyTries];
+    const std::size_t n = ep_key_candidates(meta.peer, cand);
+    if (n == 0) return true;
+    bool ok = false;
+    for (std::size_t i = 0; i < n && !ok; ++i) ok = mac_valid(cand[i]->remote().auth.rx, pkt);
+    if (!ok) {
+      ++counters_.rx_auth_failed;
+      ++counters_.rx_ep_refused;
+      return false;
+    }
+  } else {
+    const Qp* q = qp(dest);
+    if (q == nullptr || !q->remote().auth.on) return true;
+    // A trimmed packet lost its tag with its payload, so it cannot be told from a forgery: dropped,
+    // the sender recovers it as a loss.
+    if (opt.trimmed || !mac_valid(q->remote().auth.rx, pkt)) {
+      ++counters_.rx_auth_failed;
+      return false;
+    }
   }
   // Decode the rest as if the first tag bytes were the ICRC field, which is then not checked.
   pkt = pkt.first(pkt.size() - kMacSize + wire::kIcrcSize);
@@ -252,12 +288,17 @@ Time Endpoint::next_deadline() const {
   for (const auto& q : qps_)
     if (q) t = std::min(t, q->next_deadline());
   for (const PendingProbe& p : probes_) t = std::min(t, p.deadline);
+  for (const VerifyProbe& v : verify_) t = std::min(t, v.deadline);
   return t;
 }
 
 void Endpoint::on_timer(Time now) {
   for (const auto& q : qps_)
     if (q && q->next_deadline() <= now) q->on_timer(now);
+  // An unanswered port-status check leaves the update in force (the peer may be busy or gone).
+  verify_.erase(
+      std::remove_if(verify_.begin(), verify_.end(), [&](const VerifyProbe& v) { return v.deadline <= now; }),
+      verify_.end());
   for (std::size_t i = 0; i < probes_.size();) {
     if (probes_[i].deadline > now) {
       ++i;
@@ -293,13 +334,93 @@ void Endpoint::set_port_up(std::uint8_t port, bool up, Time now) {
   for (const std::uint32_t peer : peers) send_port_status(peer, now);
 }
 
+std::size_t Endpoint::ep_key_candidates(std::uint32_t peer, const Qp* (&out)[kMaxEpKeyTries]) const {
+  // The sender tags with its authenticated QP of lowest QPN (ep_tx_key), which is our QP to it with
+  // the lowest remote QPN: that one is tried first, then a few others (one side may have connected
+  // a QP the other has not yet).
+  std::size_t n = 0;
+  for (const auto& q : qps_) {
+    if (!q || !q->remote().auth.on || q->remote().peer != peer || q->state() == QpState::kReset ||
+        q->state() == QpState::kInit)
+      continue;
+    if (n < kMaxEpKeyTries) {
+      out[n++] = q.get();
+    } else if (q->remote().qpn < out[kMaxEpKeyTries - 1]->remote().qpn) {
+      out[kMaxEpKeyTries - 1] = q.get();
+    } else {
+      continue;
+    }
+    for (std::size_t i = n - 1; i > 0 && out[i]->remote().qpn < out[i - 1]->remote().qpn; --i)
+      std::swap(out[i], out[i - 1]);
+  }
+  return n;
+}
+
+const MacKey* Endpoint::ep_tx_key(std::uint32_t peer) const {
+  for (const auto& q : qps_)  // qps_ is in QPN order: the first match has the lowest QPN
+    if (q && q->remote().auth.on && q->remote().peer == peer && q->state() != QpState::kReset &&
+        q->state() != QpState::kInit)
+      return &q->remote().auth.tx;
+  return nullptr;
+}
+
+bool Endpoint::has_qp_with(std::uint32_t peer) const {
+  for (const auto& q : qps_)
+    if (q && q->remote().peer == peer && (q->state() == QpState::kRtr || q->state() == QpState::kRts))
+      return true;
+  return false;
+}
+
+bool Endpoint::queue_ep_tx(std::unique_ptr<EpTx> t) {
+  if (ep_tx_.size() >= kMaxEpTx) {
+    ++counters_.ep_tx_dropped;
+    return false;
+  }
+  ep_tx_.push_back(std::move(t));
+  return true;
+}
+
+void Endpoint::apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now) {
+  auto known =
+      std::find_if(peer_ports_.begin(), peer_ports_.end(), [&](const auto& pp) { return pp.first == peer; });
+  if (known != peer_ports_.end() && known->second == mask) return;
+  if (known == peer_ports_.end())
+    peer_ports_.emplace_back(peer, mask);
+  else
+    known->second = mask;
+  Event e;
+  e.type = EventType::kPortStatus;
+  e.peer = peer;
+  e.port_mask = mask;
+  e.time = now;
+  push_event(e);
+  for (const auto& q : qps_)
+    if (q && q->remote().peer == peer && (q->state() == QpState::kRtr || q->state() == QpState::kRts))
+      q->set_peer_ports(mask, now);
+}
+
+void Endpoint::verify_peer_ports(std::uint32_t peer, std::uint8_t port, Time now) {
+  for (const VerifyProbe& v : verify_)
+    if (v.peer == peer) return;  // one check per peer at a time
+  if (verify_.size() >= kMaxVerify) return;
+  auto t = std::make_unique<EpTx>();
+  t->pkt.bth.opcode = wire::Opcode::kEndpointRequest;
+  t->pkt.bth.dest_qp = wire::kEpQpn;
+  t->pkt.bth.psn = kVerifyProbeBit | static_cast<std::uint32_t>(rng_.next() & 0x7FFFFF);
+  t->pkt.erth.op = wire::EpOp::kEvProbe;
+  t->peer = peer;
+  t->ev = Ev{0, port};
+  const std::uint32_t psn = t->pkt.bth.psn;
+  if (!queue_ep_tx(std::move(t))) return;
+  verify_.push_back(VerifyProbe{peer, psn, now + kVerifyTimeout});
+}
+
 int Endpoint::send_ev_probe(std::uint32_t peer, const Ev& ev, std::uint16_t req_id, Duration timeout,
                             Time now) {
   if (ev.port >= cfg_.num_ports) return EINVAL;
   if (!((port_up_mask_ >> ev.port) & 1u)) return ENETDOWN;
   for (const PendingProbe& p : probes_)
     if (p.peer == peer && p.req_id == req_id) return EBUSY;
-  if (ep_tx_.size() >= kMaxEpTx) return EAGAIN;
   auto t = std::make_unique<EpTx>();
   t->pkt.bth.opcode = wire::Opcode::kEndpointRequest;
   t->pkt.bth.dest_qp = wire::kEpQpn;
@@ -308,7 +429,7 @@ int Endpoint::send_ev_probe(std::uint32_t peer, const Ev& ev, std::uint16_t req_
   t->pkt.erth.entropy = ev.value;
   t->peer = peer;
   t->ev = ev;
-  ep_tx_.push_back(std::move(t));
+  if (!queue_ep_tx(std::move(t))) return EAGAIN;
   probes_.push_back(PendingProbe{peer, req_id, ev, now, now + timeout});
   return 0;
 }
@@ -318,7 +439,6 @@ int Endpoint::send_port_status(std::uint32_t peer, Time now) {
   // Sent on every usable port: any one copy arriving is enough.
   for (std::uint8_t p = 0; p < cfg_.num_ports; ++p) {
     if (!((port_up_mask_ >> p) & 1u)) continue;
-    if (ep_tx_.size() >= kMaxEpTx) return EAGAIN;
     auto t = std::make_unique<EpTx>();
     t->pkt.bth.opcode = wire::Opcode::kEndpointRequest;
     t->pkt.bth.dest_qp = wire::kEpQpn;
@@ -326,35 +446,36 @@ int Endpoint::send_port_status(std::uint32_t peer, Time now) {
     t->pkt.erth.port_status_mask = port_up_mask_;
     t->peer = peer;
     t->ev = Ev{0, p};
-    ep_tx_.push_back(std::move(t));
+    if (!queue_ep_tx(std::move(t))) return EAGAIN;
   }
   return 0;
 }
 
 void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta, Time now) {
+  if (meta.peer == kNoPeer) {  // an answer could not be sent, and an update names nobody we know
+    ++counters_.rx_ep_refused;
+    return;
+  }
   if (p.bth.opcode == wire::Opcode::kEndpointRequest) {
     if (p.erth.op == wire::EpOp::kPortStatusUpdate) {
-      // The update is sent on every usable port; act on (and report) each change once.
+      // D40: the update is a hint. The sender sends it on each of its usable ports, so one that
+      // leaves out the plane it arrived on is not genuine. One that takes planes away from QPs is
+      // acted on at once (a real failure must be fast) and checked by an EV probe on the arrival
+      // plane, whose answer carries the peer's real port mask: a forged update costs one round
+      // trip, not the planes.
+      const std::uint32_t mask = p.erth.port_status_mask;
+      if (((mask >> meta.port) & 1u) == 0) {
+        ++counters_.rx_ep_refused;
+        return;
+      }
       auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
                                 [&](const auto& pp) { return pp.first == meta.peer; });
-      if (known != peer_ports_.end() && known->second == p.erth.port_status_mask) return;
-      if (known == peer_ports_.end())
-        peer_ports_.emplace_back(meta.peer, p.erth.port_status_mask);
-      else
-        known->second = p.erth.port_status_mask;
-      Event e;
-      e.type = EventType::kPortStatus;
-      e.peer = meta.peer;
-      e.port_mask = p.erth.port_status_mask;
-      e.time = now;
-      push_event(e);
-      for (const auto& q : qps_)
-        if (q && q->remote().peer == meta.peer &&
-            (q->state() == QpState::kRtr || q->state() == QpState::kRts))
-          q->set_peer_ports(p.erth.port_status_mask, now);
+      const std::uint32_t before = known == peer_ports_.end() ? 0xFFFFFFFFu : known->second;
+      if (before == mask) return;  // a copy from another port
+      apply_peer_ports(meta.peer, mask, now);
+      if ((before & ~mask) != 0 && has_qp_with(meta.peer)) verify_peer_ports(meta.peer, meta.port, now);
       return;  // not answered: the sender repeats it on every port instead
     }
-    if (ep_tx_.size() >= kMaxEpTx) return;
     // EV probe: answer on the plane it came in on, reflecting its EV.
     auto t = std::make_unique<EpTx>();
     t->pkt.bth.opcode = wire::Opcode::kEndpointResponse;
@@ -367,10 +488,27 @@ void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta,
     t->peer = meta.peer;
     t->ev = Ev{meta.ev, meta.port};
     t->arrived = now;
-    ep_tx_.push_back(std::move(t));
+    queue_ep_tx(std::move(t));
     return;
   }
   if (p.bth.opcode != wire::Opcode::kEndpointResponse) return;
+  if ((p.bth.psn & kVerifyProbeBit) != 0) {
+    // The answer to a port-status check (D40): the peer's own mask, from a probe of ours.
+    for (std::size_t i = 0; i < verify_.size(); ++i) {
+      if (verify_[i].peer != meta.peer || verify_[i].psn != p.bth.psn) continue;
+      verify_[i] = verify_.back();
+      verify_.pop_back();
+      const std::uint32_t mask = p.eeth.port_status_mask;
+      auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
+                                [&](const auto& pp) { return pp.first == meta.peer; });
+      if (known != peer_ports_.end() && known->second != mask && ((mask >> meta.port) & 1u) != 0) {
+        ++counters_.port_status_corrected;
+        apply_peer_ports(meta.peer, mask, now);
+      }
+      return;
+    }
+    return;
+  }
   const auto req_id = static_cast<std::uint16_t>(p.bth.psn & 0xFFFF);
   for (std::size_t i = 0; i < probes_.size(); ++i) {
     const PendingProbe& pp = probes_[i];
@@ -405,7 +543,7 @@ bool Endpoint::poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
       for (PendingProbe& pp : probes_)
         if (pp.peer == t.peer && pp.req_id == (t.pkt.bth.psn & 0xFFFF)) pp.sent = now;
     }
-    const bool ok = encode_tx(out, t.pkt, cfg_.icrc);
+    const bool ok = encode_tx(out, t.pkt, cfg_.icrc, any_auth_ ? ep_tx_key(t.peer) : nullptr);
     out.ev = t.ev;
     out.port = t.ev.port;
     out.peer = t.peer;

@@ -48,6 +48,9 @@ struct Tunables {
   /// Packets a QP sends on one EV before it picks another (1..64; EvManager::Params::burst). 1
   /// sprays per packet; the UDP endpoint raises it with GSO so a burst leaves as one send (D36).
   std::uint32_t ev_burst = 1;
+  /// Events kept for poll_event(); past it the oldest are dropped and a kEventsDropped event
+  /// says how many (an application that never drains them must not grow without bound).
+  std::uint32_t max_events = 4096;
 };
 
 struct QpConfig {
@@ -130,6 +133,9 @@ struct QpCounters {
   std::uint64_t rtx_spurious = 0;  ///< retransmissions that reached the responder as duplicates
   std::uint64_t nack_sent_by_reason[32] = {};
   std::uint64_t rx_refused = 0;  ///< dropped: bad rkey/bounds/PSN/peer/pkey
+  /// Fatal NAKs (D39): held for confirmation (the packet is resent), and dismissed (for a packet
+  /// the responder acknowledged, or while another one is being confirmed).
+  std::uint64_t rx_fatal_nak_held = 0, rx_fatal_nak_dismissed = 0;
   std::uint64_t ev_transitions = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t tx_encode_errors = 0;  ///< must stay 0: the codec refused an engine-built packet
@@ -143,6 +149,12 @@ struct EndpointCounters {
   std::uint64_t rx_bad_pkey = 0;
   std::uint64_t tx_encode_errors = 0;
   std::uint64_t rx_auth_failed = 0;  ///< dropped: missing or wrong MAC on an authenticated QP
+  std::uint64_t events_dropped = 0;  ///< events discarded because nobody drained the queue
+  std::uint64_t ep_tx_dropped = 0;   ///< endpoint packets (probe answers, port status) not queued: full
+  /// Endpoint packets refused (D40): from an unknown source (kNoPeer); a port-status update that
+  /// leaves out the plane it arrived on; a missing or wrong MAC from a peer with authenticated QPs.
+  std::uint64_t rx_ep_refused = 0;
+  std::uint64_t port_status_corrected = 0;  ///< a check's answer overrode a port-status update (D40)
 };
 
 class Endpoint {
@@ -205,7 +217,7 @@ class Endpoint {
 
   // --- internal: used by Qp -----------------------------------------------------------------------
   void push_completion(const Completion& c) { completions_.push_back(c); }
-  void push_event(const Event& e) { events_.push_back(e); }
+  void push_event(const Event& e);
   void mark_tx_ready(Qp* qp);
 
  private:
@@ -213,8 +225,17 @@ class Endpoint {
   bool valid_qp_config(const QpConfig& cfg) const;
   /// Authenticated QPs: checks the MAC of a packet addressed to one and strips the tag (false:
   /// drop it). Runs before decoding, so nothing of a forged packet reaches a QP.
-  bool authenticate(std::span<const std::uint8_t>& pkt, wire::DecodeOptions& opt);
+  bool authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& meta, wire::DecodeOptions& opt);
   void handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta, Time now);
+  /// Endpoint packets with a peer that has authenticated QPs are tagged with the keys of one of
+  /// them (D40): ours to send with, and up to kMaxEpKeyTries of the peer's to check with.
+  static constexpr std::size_t kMaxEpKeyTries = 4;
+  const MacKey* ep_tx_key(std::uint32_t peer) const;
+  std::size_t ep_key_candidates(std::uint32_t peer, const Qp* (&out)[kMaxEpKeyTries]) const;
+  bool has_qp_with(std::uint32_t peer) const;
+  bool queue_ep_tx(std::unique_ptr<EpTx> t);  ///< false (and counted) when the queue is full
+  void apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now);
+  void verify_peer_ports(std::uint32_t peer, std::uint8_t port, Time now);
   bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
 
   EndpointConfig cfg_;
@@ -225,6 +246,7 @@ class Endpoint {
   std::size_t tx_rr_ = 0;
   std::deque<Completion> completions_;
   std::deque<Event> events_;
+  std::uint64_t events_lost_ = 0;  ///< dropped since the last kEventsDropped was polled
   std::uint32_t port_up_mask_;
   std::vector<std::unique_ptr<EpTx>> ep_tx_;
   struct PendingProbe {
@@ -235,6 +257,13 @@ class Endpoint {
     Time deadline;
   };
   std::vector<PendingProbe> probes_;
+  struct VerifyProbe {  ///< a port-status check (D40) waiting for its answer
+    std::uint32_t peer;
+    std::uint32_t psn;
+    Time deadline;
+  };
+  std::vector<VerifyProbe> verify_;
+  Rng rng_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> peer_ports_;  ///< last port mask per peer
   EndpointCounters counters_;
   bool any_auth_ = false;  ///< some QP was connected with QpAuth::on (receive() checks MACs)

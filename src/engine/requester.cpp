@@ -434,7 +434,7 @@ void Qp::handle_nack(const wire::Packet& p, Time now) {
       break;
     }
     case wire::NackReason::kUnexpEvent:
-      fail_all(WcStatus::kRemoteInvalidRequest, wqe_of(psn), now);
+      on_fatal_nak(psn, WcStatus::kRemoteInvalidRequest, now);
       return;
     default: {
       // Responder out of window or resources: resend later, no path or CC penalty.
@@ -465,16 +465,47 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
     ep_.mark_tx_ready(this);
     return;
   }
-  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return;
   WcStatus st = WcStatus::kRemoteOpError;
   if (p.aeth.syndrome == wire::aeth::kNakRemoteAccessError)
     st = WcStatus::kRemoteAccessError;
   else if (p.aeth.syndrome == wire::aeth::kNakInvalidRequest)
     st = WcStatus::kRemoteInvalidRequest;
-  // Unlike IB RC, a NAK says nothing about earlier PSNs (delivery is out of order): WRs before the
-  // failing one that are not yet acknowledged are flushed, not reported as done.
-  const std::uint32_t failing = wqe_of(psn);
-  fail_all(st, failing, now);
+  on_fatal_nak(psn, st, now);
+}
+
+void Qp::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
+  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return;
+  TxRec& r = rec(psn);
+  // A NAK for a packet the responder has acknowledged did not come from the responder's view of
+  // our packet: a forged write with this PSN reached it first, or the NAK itself is forged (D39).
+  if (r.flags & kSacked) {
+    ++ctr_.rx_fatal_nak_dismissed;
+    return;
+  }
+  if (fatal_pending_ && (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked)))
+    fatal_pending_ = false;  // the held NAK's packet was acknowledged since: it was not ours
+  if (fatal_pending_ && psn == fatal_psn_ && r.tx_count > fatal_tx_) {
+    // Confirmed: the responder refused our retransmission too. Unlike IB RC, a NAK says nothing
+    // about earlier PSNs (delivery is out of order): WRs before the failing one that are not yet
+    // acknowledged are flushed, not reported as done.
+    fail_all(st, wqe_of(psn), now);
+    return;
+  }
+  if (fatal_pending_) {  // a copy of the held NAK, or another PSN while one is being confirmed
+    ++ctr_.rx_fatal_nak_dismissed;
+    return;
+  }
+  // First fatal NAK for this PSN: resend the packet (it asks for an ACK) and wait for the answer.
+  ++ctr_.rx_fatal_nak_held;
+  fatal_pending_ = true;
+  fatal_psn_ = psn;
+  fatal_tx_ = r.tx_count;
+  if (r.flags & kInFlight) {
+    const std::uint32_t bytes = r.len + kPktOverhead;
+    mark_lost(psn, LossCause::kNack, now);
+    cc_.on_forget(bytes);
+  }
+  ep_.mark_tx_ready(this);
 }
 
 void Qp::on_rto(Time now) {

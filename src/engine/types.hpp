@@ -38,6 +38,10 @@ const char* to_string(EvCause c);
 /// Traffic class of an outgoing packet (maps to DSCP at the driver).
 enum class TrafficClass : std::uint8_t { kData, kDataRtx, kControl };
 
+/// RxMeta::peer of a packet from a source address the driver does not know: no QP has it, and
+/// endpoint requests from it are refused (nothing could be sent back to it).
+inline constexpr std::uint32_t kNoPeer = 0xFFFFFFFFu;
+
 /// What the network did to a received packet, as the driver learned it (DSCP / ECN bits).
 struct RxMeta {
   std::uint8_t port = 0;   ///< local port it arrived on
@@ -78,6 +82,9 @@ enum class EventType : std::uint8_t {
   kPortStatus,       ///< a peer told us which of its ports are usable
   kEvProbeResponse,  ///< an endpoint EV probe was answered
   kEvProbeTimeout,
+  /// The event queue was full (nobody drained it): `dropped` older events were discarded before
+  /// the events that follow this one.
+  kEventsDropped,
 };
 
 struct Event {
@@ -92,6 +99,7 @@ struct Event {
   std::uint16_t req_id = 0;     ///< kEvProbe*
   std::uint64_t rtt_ns = 0;     ///< kEvProbeResponse
   bool adj_svc_time = false;
+  std::uint64_t dropped = 0;  ///< kEventsDropped
 };
 
 }  // namespace mrc::engine

@@ -9,29 +9,31 @@ namespace mrc::io {
 namespace {
 
 // X(name, help) for every plain counter of engine::QpCounters.
-#define MRC_QP_COUNTERS(X)                                              \
-  X(tx_data, "data packets sent (first transmissions)")                 \
-  X(tx_rtx, "data packets retransmitted")                               \
-  X(tx_sack, "SACKs sent")                                              \
-  X(tx_nack, "NACKs sent")                                              \
-  X(tx_probe, "probes sent")                                            \
-  X(tx_ack, "transport ACK/NAKs sent")                                  \
-  X(rx_data, "data packets received")                                   \
-  X(rx_dup, "duplicate data packets received")                          \
-  X(rx_sack, "SACKs received")                                          \
-  X(rx_nack, "NACKs received")                                          \
-  X(rx_trimmed, "trimmed data packets received")                        \
-  X(rx_probe, "probes received")                                        \
-  X(rtx_nack, "retransmissions caused by a NACK")                       \
-  X(rtx_loss, "retransmissions caused by inferred loss")                \
-  X(rtx_timeout, "retransmissions caused by a timeout")                 \
-  X(rtx_port, "retransmissions caused by a plane going down")           \
-  X(rtx_spurious, "retransmissions that arrived as duplicates")         \
-  X(rx_refused, "packets refused: bad rkey, bounds, PSN, peer or pkey") \
-  X(ev_transitions, "EV state transitions")                             \
-  X(timeouts, "retransmission timeouts")                                \
-  X(tx_encode_errors, "packets the codec refused (must stay 0)")        \
-  X(bytes_acked, "payload bytes acknowledged")                          \
+#define MRC_QP_COUNTERS(X)                                                                \
+  X(tx_data, "data packets sent (first transmissions)")                                   \
+  X(tx_rtx, "data packets retransmitted")                                                 \
+  X(tx_sack, "SACKs sent")                                                                \
+  X(tx_nack, "NACKs sent")                                                                \
+  X(tx_probe, "probes sent")                                                              \
+  X(tx_ack, "transport ACK/NAKs sent")                                                    \
+  X(rx_data, "data packets received")                                                     \
+  X(rx_dup, "duplicate data packets received")                                            \
+  X(rx_sack, "SACKs received")                                                            \
+  X(rx_nack, "NACKs received")                                                            \
+  X(rx_trimmed, "trimmed data packets received")                                          \
+  X(rx_probe, "probes received")                                                          \
+  X(rtx_nack, "retransmissions caused by a NACK")                                         \
+  X(rtx_loss, "retransmissions caused by inferred loss")                                  \
+  X(rtx_timeout, "retransmissions caused by a timeout")                                   \
+  X(rtx_port, "retransmissions caused by a plane going down")                             \
+  X(rtx_spurious, "retransmissions that arrived as duplicates")                           \
+  X(rx_refused, "packets refused: bad rkey, bounds, PSN, peer or pkey")                   \
+  X(rx_fatal_nak_held, "fatal NAKs held until a retransmission confirms them")            \
+  X(rx_fatal_nak_dismissed, "fatal NAKs dismissed (packet acknowledged, or unconfirmed)") \
+  X(ev_transitions, "EV state transitions")                                               \
+  X(timeouts, "retransmission timeouts")                                                  \
+  X(tx_encode_errors, "packets the codec refused (must stay 0)")                          \
+  X(bytes_acked, "payload bytes acknowledged")                                            \
   X(bytes_placed, "payload bytes placed in memory")
 
 #define MRC_PLANE_COUNTERS(X)                                 \

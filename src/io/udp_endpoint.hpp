@@ -174,7 +174,7 @@ struct EvTxCounter {
 
 class UdpEndpoint {
  public:
-  static constexpr std::uint32_t kUnknownPeer = 0xFFFFFFFFu;
+  static constexpr std::uint32_t kUnknownPeer = engine::kNoPeer;
 
   /// Opens the receive sockets and the epoll set. nullptr with a message in `err` on failure.
   static std::unique_ptr<UdpEndpoint> create(const UdpConfig& cfg, std::string& err);

@@ -34,6 +34,7 @@ struct PairOptions {
   std::uint8_t retry_linear = 7;
   std::uint8_t retry_exp = 25;
   bool icrc = true;
+  bool auth = false;  ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
 };
 
 inline engine::QpConfig make_qp_config(const PairOptions& o, Duration base_rtt, std::uint64_t seed) {
@@ -90,8 +91,14 @@ class Pair {
     const std::uint32_t psn_ab = static_cast<std::uint32_t>(pr.next()) & kPsnMask;
     const std::uint32_t psn_ba = static_cast<std::uint32_t>(pr.next()) & kPsnMask;
     psn_ab_ = psn_ab;
-    const engine::QpRemote ra = remote(nb_, qb_, psn_ab, psn_ba, o);
-    const engine::QpRemote rb = remote(na_, qa_, psn_ba, psn_ab, o);
+    engine::QpRemote ra = remote(nb_, qb_, psn_ab, psn_ba, o);
+    engine::QpRemote rb = remote(na_, qa_, psn_ba, psn_ab, o);
+    if (o.auth) {
+      const engine::MacKey k_ab{0x0123456789abcdefull ^ o.seed, 0x1122334455667788ull};
+      const engine::MacKey k_ba{0xfedcba9876543210ull ^ o.seed, 0x8877665544332211ull};
+      ra.auth = engine::QpAuth{true, k_ab, k_ba};
+      rb.auth = engine::QpAuth{true, k_ba, k_ab};
+    }
     a_->connect_qp(qa_, ra, 0);
     b_->connect_qp(qb_, rb, 0);
   }

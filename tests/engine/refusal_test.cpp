@@ -848,8 +848,12 @@ TEST(RefusalEndToEnd, AnAccessErrorNakDoesNotCompleteEarlierUndeliveredWritesAsS
     }
   }
   // Then WR 1's packets arrive after all; whatever happens, success must still mean delivered.
+  // The requester resent WR 2's packet to confirm the NAK (D39): a few exchanges deliver it.
   for (const Frame& f : held) deliver(p.b(), f, p.node_a(), 10000);
-  pump_b_to_a(10000);
+  for (Time t = 10000; t < 20000; t += 2000) {
+    for (const Frame& f : pull_all(p.a(), t, all)) deliver(p.b(), f, p.node_a(), t + 1000);
+    pump_b_to_a(t + 1000);
+  }
   while (p.a().poll_completion(c)) done.push_back(c);
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].wr_id, 1u);

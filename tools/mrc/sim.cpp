@@ -860,7 +860,8 @@ int run_sim() {
     const int rc = run_scenario(sc);
     if (g_opt.scenario.empty() && !g_opt.json && !g_opt.csv)
       std::printf(
-          "(htsim reference, its own perm_128 matrix: spray 180.6/193.2/200.7/200.9, single path "
+          "(htsim reference, docs/htsim.md §4, its own perm_128 matrix: spray 180.6/193.2/200.7/200.9, "
+          "single path "
           "173.3/356.0/688.9/694.0, RoCE+PFC 178.5/497.6/805.5/812.5 us min/p50/p99/max)\n");
     return rc;
   } catch (const ScenarioError& e) {
