@@ -48,9 +48,23 @@ int call(mrc_ctl_context* ctx, const json& req, json& rsp) {
   std::string out;
   if (ctx->service != nullptr) {
     out = ctx->service->dispatch(ctx->session, req.dump());
-  } else if (!mrc::api::send_msg(ctx->fd, req.dump()) || !mrc::api::recv_msg(ctx->fd, out)) {
-    ctx->last_error = "control socket closed";
-    return EIO;
+  } else {
+    const std::string msg = req.dump();
+    if (msg.size() > mrc::api::kCtlMaxMessage) {
+      ctx->last_error = "request of " + std::to_string(msg.size()) +
+                        " bytes is over the control socket's limit of " +
+                        std::to_string(mrc::api::kCtlMaxMessage);
+      return EMSGSIZE;
+    }
+    // A send the server cut short may still have its answer waiting (a refusal: too many
+    // connections, message too long): read it before calling the socket closed.
+    const bool sent = mrc::api::send_msg(ctx->fd, msg);
+    mrc::api::CtlRecvLimits wait;
+    if (!sent) wait.idle_timeout = std::chrono::seconds(1);  // only what is already there
+    if (mrc::api::recv_msg(ctx->fd, out, wait) != mrc::api::CtlRecv::kMessage) {
+      ctx->last_error = "control socket closed";
+      return EIO;
+    }
   }
   try {
     rsp = json::parse(out);

@@ -1,9 +1,14 @@
 #include "api/ctl_proto.hpp"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace mrc::api {
@@ -36,14 +41,102 @@ EvBytes ev_from_hex(const std::string& s) {
   return b;
 }
 
+namespace {
+
+[[noreturn]] void bad(const char* key, const std::string& what) {
+  throw std::invalid_argument(std::string(key) + ": " + what);
+}
+
+const json& member(const json& obj, const char* key) {
+  if (!obj.is_object()) throw std::invalid_argument(std::string("expected an object with \"") + key + "\"");
+  const auto it = obj.find(key);
+  if (it == obj.end()) bad(key, "missing");
+  return *it;
+}
+
+std::uint64_t uint_of(const json& v, const char* key, std::uint64_t max) {
+  // Only JSON integers: a float, a bool or a string is refused rather than converted.
+  if (!v.is_number_integer()) bad(key, "must be an integer 0.." + std::to_string(max));
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u <= max) return u;
+  } else if (const auto i = v.get<std::int64_t>(); i >= 0 && static_cast<std::uint64_t>(i) <= max) {
+    return static_cast<std::uint64_t>(i);
+  }
+  bad(key, "must be an integer 0.." + std::to_string(max));
+}
+
+}  // namespace
+
+json parse_request(const std::string& text) {
+  std::uint32_t containers = 0, values = 0;
+  // Counted while parsing, so an over-limit request stops before its parsed form is built.
+  const json::parser_callback_t limit = [&](int depth, json::parse_event_t ev, json&) {
+    if (depth > kCtlMaxDepth)
+      throw std::length_error("request nests deeper than " + std::to_string(kCtlMaxDepth) + " levels");
+    if (ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) {
+      if (++containers > kCtlMaxContainers)
+        throw std::length_error("request has more than " + std::to_string(kCtlMaxContainers) +
+                                " arrays and objects");
+    } else if (ev == json::parse_event_t::value || ev == json::parse_event_t::key) {
+      if (++values > kCtlMaxValues)
+        throw std::length_error("request has more than " + std::to_string(kCtlMaxValues) + " values");
+    }
+    return true;
+  };
+  return json::parse(text, limit);
+}
+
+std::uint64_t json_uint(const json& obj, const char* key, std::uint64_t max) {
+  return uint_of(member(obj, key), key, max);
+}
+
+std::int64_t json_int64(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  if (!v.is_number_integer()) bad(key, "must be an integer");
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) bad(key, "out of range");
+    return static_cast<std::int64_t>(u);
+  }
+  return v.get<std::int64_t>();
+}
+
+float json_float(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  if (!v.is_number()) bad(key, "must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max()) bad(key, "out of range");
+  return static_cast<float>(d);
+}
+
+std::string json_string(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  if (!v.is_string()) bad(key, "must be a string");
+  return v.get<std::string>();
+}
+
+const json& json_array(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  if (!v.is_array()) bad(key, "must be an array");
+  return v;
+}
+
+std::vector<std::uint64_t> json_uint_array(const json& obj, const char* key, std::uint64_t max) {
+  std::vector<std::uint64_t> out;
+  for (const json& v : json_array(obj, key)) out.push_back(uint_of(v, key, max));
+  return out;
+}
+
 json to_json(const EvField& f) {
   return json::array({f.width, f.init_val, f.min_val, f.max_val, f.mask});
 }
 
 EvField field_from_json(const json& j) {
   if (!j.is_array() || j.size() != 5) throw std::invalid_argument("a field is [width, init, min, max, mask]");
-  return EvField{j[0].get<std::uint32_t>(), j[1].get<std::uint32_t>(), j[2].get<std::uint32_t>(),
-                 j[3].get<std::uint32_t>(), j[4].get<std::uint32_t>()};
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+  const auto u = [&](std::size_t i) { return static_cast<std::uint32_t>(uint_of(j[i], "field", kMax)); };
+  return EvField{u(0), u(1), u(2), u(3), u(4)};
 }
 
 json to_json(const EvOpEntry& e) {
@@ -53,12 +146,12 @@ json to_json(const EvOpEntry& e) {
 
 EvOpEntry entry_from_json(const json& j) {
   EvOpEntry e;
-  e.ev = ev_from_hex(j.at("ev").get<std::string>());
-  e.port = j.at("port").get<std::uint8_t>();
-  e.ev_new = ev_from_hex(j.at("ev_new").get<std::string>());
-  e.port_new = j.at("port_new").get<std::uint8_t>();
-  e.state = j.at("state").get<std::uint32_t>();
-  e.flags = j.at("flags").get<std::uint32_t>();
+  e.ev = ev_from_hex(json_string(j, "ev"));
+  e.port = json_get<std::uint8_t>(j, "port");
+  e.ev_new = ev_from_hex(json_string(j, "ev_new"));
+  e.port_new = json_get<std::uint8_t>(j, "port_new");
+  e.state = json_get<std::uint32_t>(j, "state");
+  e.flags = json_get<std::uint32_t>(j, "flags");
   return e;
 }
 
@@ -80,28 +173,81 @@ json to_json(const mrc_ctl_cc_nscc_cfg& c) {
 
 mrc_ctl_cc_nscc_cfg nscc_from_json(const json& j) {
   mrc_ctl_cc_nscc_cfg c{};
-  c.base_rtt = j.at("base_rtt").get<std::uint32_t>();
-  c.target_delay = j.at("target_delay").get<std::uint32_t>();
-  c.max_cwnd = j.at("max_cwnd").get<std::uint32_t>();
-  c.gamma = j.at("gamma").get<float>();
-  c.max_md_jump = j.at("max_md_jump").get<float>();
-  c.fi = j.at("fi").get<float>();
-  c.fi_scale = j.at("fi_scale").get<float>();
-  c.eta = j.at("eta").get<float>();
-  c.qa_gate = j.at("qa_gate").get<std::uint8_t>();
-  c.qa_threshold = j.at("qa_threshold").get<std::uint32_t>();
-  c.adjust_bytes_threshold = j.at("adjust_bytes_threshold").get<std::uint32_t>();
-  c.adjust_period_threshold = j.at("adjust_period_threshold").get<std::uint32_t>();
-  c.disable_qa = j.at("disable_qa").get<std::uint8_t>();
+  c.base_rtt = json_get<std::uint32_t>(j, "base_rtt");
+  c.target_delay = json_get<std::uint32_t>(j, "target_delay");
+  c.max_cwnd = json_get<std::uint32_t>(j, "max_cwnd");
+  c.gamma = json_float(j, "gamma");
+  c.max_md_jump = json_float(j, "max_md_jump");
+  c.fi = json_float(j, "fi");
+  c.fi_scale = json_float(j, "fi_scale");
+  c.eta = json_float(j, "eta");
+  c.qa_gate = json_get<std::uint8_t>(j, "qa_gate");
+  c.qa_threshold = json_get<std::uint32_t>(j, "qa_threshold");
+  c.adjust_bytes_threshold = json_get<std::uint32_t>(j, "adjust_bytes_threshold");
+  c.adjust_period_threshold = json_get<std::uint32_t>(j, "adjust_period_threshold");
+  c.disable_qa = json_get<std::uint8_t>(j, "disable_qa");
   return c;
+}
+
+CtlFrameReader::Status CtlFrameReader::feed(const char* p, std::size_t n) {
+  if (status_ != Status::kNeedMore || n == 0 || n > want()) return status_;
+  if (got_ < 4) {
+    std::memcpy(hdr_ + got_, p, n);
+    got_ += n;
+    if (got_ < 4) return status_;
+    announced_ = std::uint32_t{hdr_[0]} << 24 | std::uint32_t{hdr_[1]} << 16 | std::uint32_t{hdr_[2]} << 8 |
+                 std::uint32_t{hdr_[3]};
+    // Decided on the header alone, before a byte of the body is stored.
+    if (announced_ > max_) return status_ = Status::kTooBig;
+    if (announced_ == 0) status_ = Status::kMessage;
+    return status_;
+  }
+  body_.append(p, n);  // grows with what arrived, never to the announced size up front
+  if (body_.size() == announced_) status_ = Status::kMessage;
+  return status_;
+}
+
+std::string CtlFrameReader::take() {
+  std::string out = std::move(body_);
+  body_ = std::string();
+  got_ = 0;
+  announced_ = 0;
+  status_ = Status::kNeedMore;
+  return out;
 }
 
 namespace {
 
-bool write_all(int fd, const char* p, std::size_t n) {
+using Clock = std::chrono::steady_clock;
+
+/// Waits for `events` on fd until `deadline` (none when max()); false on timeout or error.
+bool wait_fd(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    int ms = -1;
+    if (deadline != Clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      ms = static_cast<int>(std::min<long long>(left, 1 << 30));
+    }
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return false;
+    if (r == 0) continue;  // re-check the deadline
+    return true;           // readable, writable, or an error / hang-up the next call reports
+  }
+}
+
+Clock::time_point deadline_after(std::chrono::milliseconds t) {
+  return t.count() > 0 ? Clock::now() + t : Clock::time_point::max();
+}
+
+bool write_all(int fd, const char* p, std::size_t n, Clock::time_point deadline) {
   while (n > 0) {
-    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
+    if (deadline != Clock::time_point::max() && !wait_fd(fd, POLLOUT, deadline)) return false;
+    const ssize_t w =
+        ::send(fd, p, n, MSG_NOSIGNAL | (deadline != Clock::time_point::max() ? MSG_DONTWAIT : 0));
+    if (w < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (w <= 0) return false;
     p += w;
     n -= static_cast<std::size_t>(w);
@@ -109,32 +255,46 @@ bool write_all(int fd, const char* p, std::size_t n) {
   return true;
 }
 
-bool read_all(int fd, char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t r = ::recv(fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
 }  // namespace
 
-bool send_msg(int fd, const std::string& msg) {
+CtlRecv recv_msg(int fd, std::string& msg, const CtlRecvLimits& limits, std::uint32_t* announced) {
+  CtlFrameReader r(limits.max_message);
+  Clock::time_point deadline = deadline_after(limits.idle_timeout);
+  char buf[64 * 1024];
+  for (;;) {
+    const bool timed = deadline != Clock::time_point::max();
+    if (timed && !wait_fd(fd, POLLIN, deadline)) return CtlRecv::kTimeout;
+    const std::size_t n = std::min(r.want(), sizeof(buf));
+    const ssize_t got = ::recv(fd, buf, n, timed ? MSG_DONTWAIT : 0);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (got < 0) return CtlRecv::kError;
+    if (got == 0) return r.started() ? CtlRecv::kError : CtlRecv::kClosed;
+    const bool first = !r.started();
+    const CtlFrameReader::Status st = r.feed(buf, static_cast<std::size_t>(got));
+    if (announced != nullptr) *announced = r.announced();
+    if (st == CtlFrameReader::Status::kTooBig) return CtlRecv::kTooBig;
+    if (st == CtlFrameReader::Status::kMessage) {
+      msg = r.take();
+      return CtlRecv::kMessage;
+    }
+    if (first) deadline = deadline_after(limits.message_timeout);  // the message's clock starts
+  }
+}
+
+bool send_msg(int fd, const std::string& msg, std::chrono::milliseconds timeout) {
   if (msg.size() > kCtlMaxMessage) return false;
   const std::uint32_t len = htonl(static_cast<std::uint32_t>(msg.size()));
-  return write_all(fd, reinterpret_cast<const char*>(&len), 4) && write_all(fd, msg.data(), msg.size());
+  const Clock::time_point deadline = deadline_after(timeout);
+  return write_all(fd, reinterpret_cast<const char*>(&len), 4, deadline) &&
+         write_all(fd, msg.data(), msg.size(), deadline);
+}
+
+bool send_msg(int fd, const std::string& msg) {
+  return send_msg(fd, msg, std::chrono::milliseconds(0));
 }
 
 bool recv_msg(int fd, std::string& msg) {
-  std::uint32_t len = 0;
-  if (!read_all(fd, reinterpret_cast<char*>(&len), 4)) return false;
-  len = ntohl(len);
-  if (len > kCtlMaxMessage) return false;
-  msg.assign(len, '\0');
-  return read_all(fd, msg.data(), len);
+  return recv_msg(fd, msg, CtlRecvLimits{}) == CtlRecv::kMessage;
 }
 
 }  // namespace mrc::api

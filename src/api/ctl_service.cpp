@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 #include "api/ctl_proto.hpp"
@@ -35,6 +36,31 @@ bool process_privileged(int pid) {
   }
   return false;
 }
+
+namespace {
+
+/// An enum from `key`, checked against its last enumerator before the cast (casting a value the
+/// enum cannot hold is undefined behaviour). Out of range it is refused when the call uses it
+/// (`used`), else it becomes `unused` (the call ignores the field, as it always did).
+template <class E>
+E json_enum(const json& in, const char* key, E last, bool used, E unused, const char* refusal) {
+  const auto v = json_get<std::uint32_t>(in, key);
+  if (v <= static_cast<std::uint32_t>(last)) return static_cast<E>(v);
+  if (used) throw std::invalid_argument(refusal);
+  return unused;
+}
+
+mrc_ctl_profile_state json_state(const json& in, bool used) {
+  return json_enum(in, "state", MRC_CTL_PROFILE_ONLINE, used, MRC_CTL_PROFILE_INIT, "unknown profile state");
+}
+
+/// Caps what a reply repeats of a request (an unknown op, a parse error quoting the input).
+std::string clip(std::string s, std::size_t n = 256) {
+  if (s.size() > n) s.replace(n, std::string::npos, "...");
+  return s;
+}
+
+}  // namespace
 
 /// A decoded request with its response under construction.
 struct CtlService::Request {
@@ -157,11 +183,11 @@ std::uint32_t CtlService::peer_for(const std::uint8_t gid[16], int plane, int& r
 }
 
 int CtlService::ep_batch(Request& q) {
-  const auto op = q.in.at("op_type").get<std::uint32_t>();
-  const auto timeout = q.in.at("timeout").get<std::uint64_t>();
-  const json& reqs = q.in.at("reqs");
+  const auto op = json_get<std::uint32_t>(q.in, "op_type");
+  const auto timeout = json_get<std::uint64_t>(q.in, "timeout");
+  const json& reqs = json_array(q.in, "reqs");
   q.out["rsps"] = json::array();
-  if (q.in.at("tc").get<std::uint32_t>() > 63) {
+  if (json_get<std::uint32_t>(q.in, "tc") > 63) {
     q.why = "req_tc is a DSCP (0..63)";
     return EINVAL;
   }
@@ -180,43 +206,45 @@ int CtlService::ep_batch(Request& q) {
   udp_->execute([&](engine::Endpoint& ep) { port_mask = ep.port_mask(); });
   for (const json& r : reqs) {
     Item it{};
-    it.req_id = r.at("req_id").get<std::uint16_t>();
+    it.req_id = json_get<std::uint16_t>(r, "req_id");
     for (const Item& other : items)
       if (other.req_id == it.req_id) {
         q.why = "req_id " + std::to_string(it.req_id) + " is used twice";
         return EINVAL;
       }
-    const auto dgid = r.at("dgid").get<std::vector<std::uint8_t>>();
-    if (dgid.size() != 16) {
+    const std::vector<std::uint64_t> gid = json_uint_array(r, "dgid", 255);
+    if (gid.size() != 16) {
       q.why = "dgid must be 16 bytes";
       return EINVAL;
     }
+    std::uint8_t dgid[16];
+    std::copy(gid.begin(), gid.end(), dgid);
     int rc = 0;
     const int plane =
-        op == MRC_CTL_EP_OP_EV_PROBE ? static_cast<int>(r.at("port").get<std::uint32_t>()) - 1 : -1;
+        op == MRC_CTL_EP_OP_EV_PROBE ? static_cast<int>(json_get<std::uint32_t>(r, "port")) - 1 : -1;
     if (op == MRC_CTL_EP_OP_EV_PROBE && (plane < 0 || plane >= static_cast<int>(planes))) {
       q.why = "req_ev needs a port 1.." + std::to_string(planes);
       return EINVAL;
     }
-    it.peer = peer_for(dgid.data(), plane, rc);
+    it.peer = peer_for(dgid, plane, rc);
     if (rc != 0) {
       q.why = "dgid is not an address of this endpoint's family";
       return rc;
     }
     if (op == MRC_CTL_EP_OP_PORT_STATUS_UPDATE) {
-      if (r.at("port_status").get<std::uint64_t>() != std::uint64_t{port_mask} << 1) {
+      if (json_get<std::uint64_t>(r, "port_status") != std::uint64_t{port_mask} << 1) {
         q.why = "a port-status update carries this endpoint's usable ports; they are " +
                 std::to_string(std::uint64_t{port_mask} << 1);
         return EINVAL;
       }
     } else {
-      const auto port = r.at("port").get<std::uint32_t>();
-      const auto mode = r.at("ev_fmt_mode").get<std::uint32_t>();
+      const auto port = json_get<std::uint32_t>(r, "port");
+      const auto mode = json_get<std::uint32_t>(r, "ev_fmt_mode");
       if (port < 1 || port > planes || !ev_fmt_mode_valid(mode)) {
         q.why = "req_ev needs a port 1.." + std::to_string(planes) + " and a valid ev_fmt_mode";
         return EINVAL;
       }
-      const EvBytes val = ev_from_hex(r.at("ev").get<std::string>());
+      const EvBytes val = ev_from_hex(json_string(r, "ev"));
       it.ev.port = static_cast<std::uint8_t>(port - 1);
       if (int erc = store_.engine_value(mode, val, it.ev.value, q.why); erc != 0) return erc;
     }
@@ -296,9 +324,9 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
   std::string why;
   int rc = EINVAL;
   try {
-    const json in = json::parse(request);
+    const json in = parse_request(request);
     Request q{in, out, why};
-    const std::string op = in.at("op").get<std::string>();
+    const std::string op = json_string(in, "op");
     static const char* const kQueries[] = {"query_device", "query_port", "query_ev_fmt", "query_ev",
                                            "query_cc",     "counters",   "list"};
     const bool query = std::find_if(std::begin(kQueries), std::end(kQueries),
@@ -319,13 +347,13 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       out["cc_max_profiles"] = l.max_cc_profiles;
       rc = 0;
     } else if (op == "query_port" || op == "modify_port") {
-      const auto port = in.at("port").get<std::uint32_t>();
+      const auto port = json_get<std::uint32_t>(in, "port");
       if (port < 1 || port > udp_->num_planes()) {
         why = "port must be 1.." + std::to_string(udp_->num_planes());
         rc = EINVAL;
       } else if (op == "modify_port") {
-        const auto mask = in.at("mask").get<std::uint32_t>();
-        const auto state = in.at("admin").get<std::uint32_t>();
+        const auto mask = json_get<std::uint32_t>(in, "mask");
+        const auto state = json_get<std::uint32_t>(in, "admin");
         if ((mask & ~MRC_CTL_PORT_ADMIN_STATE) || state > MRC_CTL_PORT_ADMIN_ENABLED) {
           why = "unknown port attribute or admin state";
           rc = EINVAL;
@@ -350,35 +378,39 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       }
     } else if (op == "modify_ev_fmt") {
       EvFmtModify m;
-      m.mask = in.at("mask").get<std::uint32_t>();
-      m.state = static_cast<mrc_ctl_profile_state>(in.at("state").get<std::uint32_t>());
-      m.mode = in.at("mode").get<std::uint32_t>();
-      m.widths = in.at("widths").get<std::vector<std::uint32_t>>();
-      rc = store_.modify_ev_fmt(in.at("id").get<std::uint64_t>(), m, why);
+      m.mask = json_get<std::uint32_t>(in, "mask");
+      m.state = static_cast<mrc_ctl_profile_state>(json_get<std::uint32_t>(in, "state"));
+      m.mode = json_get<std::uint32_t>(in, "mode");
+      for (const std::uint64_t w : json_uint_array(in, "widths", UINT32_MAX))
+        m.widths.push_back(static_cast<std::uint32_t>(w));
+      rc = store_.modify_ev_fmt(json_get<std::uint64_t>(in, "id"), m, why);
     } else if (op == "query_ev_fmt") {
       EvFmtInfo f;
-      rc = store_.query_ev_fmt(in.at("id").get<std::uint64_t>(), f);
+      rc = store_.query_ev_fmt(json_get<std::uint64_t>(in, "id"), f);
       if (rc == ENOENT) why = "no such EV format profile";
       out["state"] = f.state;
       out["mode"] = f.mode;
       out["widths"] = f.widths;
     } else if (op == "modify_ev" || op == "query_ev") {
       EvModify m;
-      m.mask = in.at("mask").get<std::uint32_t>();
-      m.state = static_cast<mrc_ctl_profile_state>(in.at("state").get<std::uint32_t>());
-      m.mode = in.at("mode").get<std::uint32_t>();
-      m.fmt_id = in.at("fmt_id").get<std::uint64_t>();
-      m.count = in.at("count").get<std::uint32_t>();
-      m.min_active = in.at("min_active").get<std::uint32_t>();
-      m.event_mask = in.at("event_mask").get<std::uint32_t>();
-      m.op = static_cast<mrc_ctl_ev_op_type>(in.at("ev_op").get<std::uint32_t>());
-      for (const json& e : in.at("entries")) m.entries.push_back(entry_from_json(e));
-      m.query_capacity = in.at("capacity").get<std::uint32_t>();
-      m.fields_op = static_cast<mrc_ctl_ev_fields_op_type>(in.at("fields_op").get<std::uint32_t>());
-      for (const json& f : in.at("fields")) m.fields.push_back(field_from_json(f));
-      m.fields_capacity = in.at("fields_capacity").get<std::uint32_t>();
+      m.mask = json_get<std::uint32_t>(in, "mask");
+      m.state = json_state(in, op == "modify_ev" && (m.mask & MRC_CTL_EV_PROFILE_STATE));
+      m.mode = json_get<std::uint32_t>(in, "mode");
+      m.fmt_id = json_get<std::uint64_t>(in, "fmt_id");
+      m.count = json_get<std::uint32_t>(in, "count");
+      m.min_active = json_get<std::uint32_t>(in, "min_active");
+      m.event_mask = json_get<std::uint32_t>(in, "event_mask");
+      m.op = json_enum(in, "ev_op", MRC_CTL_EV_OP_QUERY_EV_ARRAY, m.mask & MRC_CTL_EV_PROFILE_EV_OP,
+                       MRC_CTL_EV_OP_REPLACE_EV, "unknown EV op");
+      for (const json& e : json_array(in, "entries")) m.entries.push_back(entry_from_json(e));
+      m.query_capacity = json_get<std::uint32_t>(in, "capacity");
+      m.fields_op =
+          json_enum(in, "fields_op", MRC_CTL_EV_FIELDS_OP_QUERY, m.mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP,
+                    MRC_CTL_EV_FIELDS_OP_MODIFY, "unknown EV fields op");
+      for (const json& f : json_array(in, "fields")) m.fields.push_back(field_from_json(f));
+      m.fields_capacity = json_get<std::uint32_t>(in, "fields_capacity");
       EvResult r;
-      const std::uint64_t id = in.at("id").get<std::uint64_t>();
+      const std::uint64_t id = json_get<std::uint64_t>(in, "id");
       if (op == "modify_ev") {
         rc = store_.modify_ev(id, m, r, why);
         if (rc == 0) rc = load_srv6_paths(why);  // before any QP can take the new EVs
@@ -410,16 +442,16 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       for (const EvField& f : r.fields) out["fields"].push_back(to_json(f));
     } else if (op == "modify_cc") {
       CcModify m;
-      m.mask = in.at("mask").get<std::uint32_t>();
-      m.state = static_cast<mrc_ctl_profile_state>(in.at("state").get<std::uint32_t>());
+      m.mask = json_get<std::uint32_t>(in, "mask");
+      m.state = json_state(in, m.mask & MRC_CTL_CC_PROFILE_STATE);
       m.algorithm_null = in.at("algorithm").is_null();
-      if (!m.algorithm_null) m.algorithm = in.at("algorithm").get<std::string>();
+      if (!m.algorithm_null) m.algorithm = json_string(in, "algorithm");
       m.config_present = !in.at("config").is_null();
       if (m.config_present) m.config = nscc_from_json(in.at("config"));
-      rc = store_.modify_cc(in.at("id").get<std::uint64_t>(), m, why);
+      rc = store_.modify_cc(json_get<std::uint64_t>(in, "id"), m, why);
     } else if (op == "query_cc") {
       CcProfileInfo c;
-      rc = store_.query_cc(in.at("id").get<std::uint64_t>(), c);
+      rc = store_.query_cc(json_get<std::uint64_t>(in, "id"), c);
       if (rc == ENOENT) why = "no such CC profile";
       out["state"] = c.state;
       out["algorithm"] =
@@ -427,7 +459,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       out["config"] = c.config_set ? to_json(c.config) : json(nullptr);
       out["users"] = c.users;
     } else if (op == "create_cq") {
-      const auto cqe = in.at("cqe").get<std::int64_t>();
+      const auto cqe = json_int64(in, "cqe");
       if (cqe < 1 || cqe > 65536) {
         why = "cqe must be 1..65536";
         rc = EINVAL;
@@ -440,7 +472,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
         rc = 0;
       }
     } else if (op == "destroy_cq" || op == "poll_cq") {
-      const auto id = in.at("cq").get<std::uint64_t>();
+      const auto id = json_get<std::uint64_t>(in, "cq");
       if (std::find(s.cqs.begin(), s.cqs.end(), id) == s.cqs.end()) {
         why = "no such event CQ on this handle";
         rc = EINVAL;
@@ -450,7 +482,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
         std::erase(s.cqs, id);
         rc = 0;
       } else {
-        const auto n = in.at("n").get<std::int64_t>();
+        const auto n = json_int64(in, "n");
         if (n < 0) {
           why = "negative entry count";
           rc = EINVAL;
@@ -496,17 +528,33 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       });
       rc = 0;
     } else {
-      why = "unknown request \"" + op + "\"";
+      why = "unknown request \"" + clip(op, 64) + "\"";
       rc = EINVAL;
     }
+  } catch (const std::bad_alloc&) {
+    out = json::object();
+    why = "out of memory";
+    rc = ENOMEM;
   } catch (const std::exception& e) {
     out = json::object();
     why = std::string("malformed request: ") + e.what();
     rc = EINVAL;
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+  } catch (...) {
+    out = json::object();
+    why = "malformed request";
+    rc = EINVAL;
+    malformed_.fetch_add(1, std::memory_order_relaxed);
   }
-  out["rc"] = rc;
-  out["why"] = rc == 0 ? std::string() : why;
-  return out.dump();
+  try {
+    out["rc"] = rc;
+    out["why"] = rc == 0 ? std::string() : clip(why);
+    // A parse error quotes the bytes it stopped at, which need not be UTF-8: replaced, never thrown.
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  } catch (const std::exception&) {
+    // Out of memory building the answer: still an answer.
+    return R"({"rc":)" + std::to_string(ENOMEM) + R"(,"why":"out of memory"})";
+  }
 }
 
 void CtlService::end_session(CtlSession& s) {

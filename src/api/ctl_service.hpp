@@ -6,6 +6,7 @@
 // the store's SRv6 table into an SRv6 endpoint, and the privilege rule (a Session says whether its peer may
 // modify anything).
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -44,7 +45,9 @@ class CtlService {
   CtlService(const CtlService&) = delete;
   CtlService& operator=(const CtlService&) = delete;
 
-  /// Handles one request; never throws, malformed requests get EINVAL.
+  /// Handles one request; never throws. A malformed request (not JSON or not UTF-8, over the
+  /// parse limits of ctl_proto.hpp, of the wrong shape or types, an unknown op, a missing field, a
+  /// number out of its field's range) gets EINVAL and the reason in "why".
   std::string dispatch(CtlSession& s, const std::string& request);
   /// Releases what the session owned.
   void end_session(CtlSession& s);
@@ -52,6 +55,8 @@ class CtlService {
   void on_engine_event(const engine::Event& e);
 
   ProfileStore& store() { return store_; }
+  /// Requests answered "malformed request" so far.
+  std::uint64_t malformed_requests() const { return malformed_.load(std::memory_order_relaxed); }
 
  private:
   struct EventCq {
@@ -80,6 +85,7 @@ class CtlService {
 
   ProfileStore& store_;
   io::UdpEndpoint* udp_;
+  std::atomic<std::uint64_t> malformed_{0};
   bool poll_events_;
   CtlHooks hooks_;
   std::mutex pump_mu_;

@@ -336,7 +336,9 @@ TEST(CtlSocket, UnprivilegedPeerGetsEpermAndMayQuery) {
   ASSERT_TRUE(p.a && p.b);
   api::ProfileStore store;
   std::string err;
-  auto srv = api::start_ctl_server(*p.a, store, path, err, true);
+  api::CtlServerOptions opts;
+  opts.group = "65534";  // the socket is 0600 unless a group may connect: the child's
+  auto srv = api::start_ctl_server(*p.a, store, path, err, true, {}, opts);
   ASSERT_TRUE(srv) << err;
   ASSERT_EQ(::write(go[1], "g", 1), 1);
   ::close(go[1]);
