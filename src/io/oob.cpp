@@ -22,7 +22,7 @@
 namespace mrc::io {
 namespace {
 
-constexpr std::size_t kHeader = 12;
+constexpr std::size_t kHeader = kOobHeader;
 constexpr Duration kRetryPause = 50'000'000;  // 50 ms between connect attempts
 
 void put(std::vector<std::uint8_t>& b, std::uint64_t v, int bytes) {
@@ -138,6 +138,18 @@ std::vector<std::uint8_t> encode_error(const std::string& text) {
   return frame(OobType::kError, std::vector<std::uint8_t>(text.begin(), text.begin() + static_cast<long>(n)));
 }
 
+std::uint32_t oob_max_body(OobType t) {
+  switch (t) {
+    case OobType::kConnInfo:
+      return kOobMaxConnInfo;
+    case OobType::kValues:
+      return kOobMaxValuesBody;
+    case OobType::kError:
+      return kOobMaxError;
+  }
+  return 0;
+}
+
 bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32_t& body_len,
                    std::string& err) {
   Reader r{hdr};
@@ -163,8 +175,9 @@ bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32
     err = "oob: unknown message type " + std::to_string(t);
     return false;
   }
-  if (len > kOobMaxBody || (t == static_cast<std::uint16_t>(OobType::kError) && len > kOobMaxError)) {
-    err = "oob: message body too large (" + std::to_string(len) + " bytes)";
+  if (const std::uint32_t max = oob_max_body(static_cast<OobType>(t)); len > max) {
+    err = "oob: message body too large (" + std::to_string(len) + " bytes; a type " + std::to_string(t) +
+          " message has at most " + std::to_string(max) + ")";
     return false;
   }
   type = static_cast<OobType>(t);
@@ -246,9 +259,109 @@ bool decode_values_body(std::span<const std::uint8_t> body, std::vector<std::uin
     err = "oob: value list length does not match its count";
     return false;
   }
+  if (n > kOobMaxValues) {
+    err =
+        "oob: value list of " + std::to_string(n) + " values (at most " + std::to_string(kOobMaxValues) + ")";
+    return false;
+  }
   out.clear();
+  out.reserve(static_cast<std::size_t>(n));
   for (std::uint64_t i = 0; i < n; ++i) out.push_back(r.get(8));
   return true;
+}
+
+std::string decode_error_body(std::span<const std::uint8_t> body) {
+  std::string text;
+  const std::size_t n = std::min<std::size_t>(body.size(), kOobMaxError);
+  text.reserve(n);
+  for (const std::uint8_t ch : body.first(n))
+    text.push_back(ch >= 0x20 && ch < 0x7F ? static_cast<char>(ch) : '?');
+  return text;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+std::span<std::uint8_t> OobFrameReader::room() {
+  if (!have_header_) return std::span<std::uint8_t>(hdr_ + hdr_got_, kHeader - hdr_got_);
+  return std::span<std::uint8_t>(body_).subspan(body_got_);
+}
+
+OobFrameReader::Status OobFrameReader::commit(std::size_t n, std::string& err) {
+  if (!have_header_) {
+    hdr_got_ += n;
+    if (hdr_got_ < kHeader) return status_;
+    std::uint32_t len = 0;
+    if (!decode_header(hdr_, type_, len, err)) {
+      err_ = err;
+      return status_ = Status::kError;
+    }
+    have_header_ = true;
+    body_.assign(len, 0);  // len <= oob_max_body(type_): checked by decode_header
+  } else {
+    body_got_ += n;
+  }
+  if (body_got_ == body_.size()) status_ = Status::kDone;
+  return status_;
+}
+
+OobFrameReader::Status OobFrameReader::feed(std::span<const std::uint8_t> in, std::size_t& used,
+                                            std::string& err) {
+  used = 0;
+  while (status_ == Status::kMore && used < in.size()) {
+    const std::span<std::uint8_t> to = room();
+    const std::size_t n = std::min(to.size(), in.size() - used);
+    std::memcpy(to.data(), in.data() + used, n);
+    used += n;
+    commit(n, err);
+  }
+  if (status_ == Status::kError) err = err_;
+  return status_;
+}
+
+OobFrameReader::Status OobFrameReader::read_from(int fd, std::string& err) {
+  while (status_ == Status::kMore) {
+    const std::span<std::uint8_t> to = room();
+    const ssize_t r = ::recv(fd, to.data(), to.size(), MSG_DONTWAIT);
+    if (r > 0) {
+      commit(static_cast<std::size_t>(r), err);
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return status_;
+    err_ = r < 0             ? sys_err("recv")
+           : received() == 0 ? "oob: peer closed the connection"
+                             : "oob: truncated message (peer closed after " + std::to_string(received()) +
+                                   " of " + std::to_string(expected()) + " bytes)";
+    status_ = Status::kError;
+  }
+  if (status_ == Status::kError) err = err_;
+  return status_;
+}
+
+bool OobFrameReader::is(OobType want, std::string& err) const {
+  if (status_ != Status::kDone) {
+    err = status_ == Status::kError ? err_ : "oob: message not complete";
+    return false;
+  }
+  if (type_ == OobType::kError && want != OobType::kError) {
+    err = "peer: " + decode_error_body(body_);  // the peer's reason for ending the session
+    return false;
+  }
+  if (type_ != want) {
+    err = "oob: expected message type " + std::to_string(static_cast<int>(want)) + ", got " +
+          std::to_string(static_cast<int>(type_));
+    return false;
+  }
+  return true;
+}
+
+void OobFrameReader::reset() {
+  hdr_got_ = body_got_ = 0;
+  have_header_ = false;
+  type_ = {};
+  body_.clear();
+  status_ = Status::kMore;
+  err_.clear();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -261,6 +374,7 @@ OobChannel& OobChannel::operator=(OobChannel&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = o.fd_;
+    send_timeout_ = o.send_timeout_;
     o.fd_ = -1;
   }
   return *this;
@@ -314,79 +428,60 @@ std::optional<OobChannel> OobChannel::connect(const std::string& host, std::uint
 }
 
 bool OobChannel::send_raw(std::span<const std::uint8_t> bytes, std::string& err) {
+  // Non-blocking sends bounded by the send timeout: a peer that reads nothing cannot hold this side.
+  const Time deadline = UdpEndpoint::now() + send_timeout_;
   std::size_t off = 0;
   while (off < bytes.size()) {
-    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
+    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
       err = sys_err("send");
       return false;
     }
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-bool OobChannel::read_exact(std::uint8_t* p, std::size_t n, Time deadline, std::string& err) {
-  std::size_t got = 0;
-  while (got < n) {
     const Time t = UdpEndpoint::now();
     if (t >= deadline) {
-      err = "oob: timed out waiting for the peer (" + std::to_string(got) + " of " + std::to_string(n) +
-            " bytes)";
+      err = "oob: timed out sending to the peer (it reads nothing; " + std::to_string(off) + " of " +
+            std::to_string(bytes.size()) + " bytes sent)";
       return false;
     }
-    pollfd pfd{fd_, POLLIN, 0};
+    pollfd pfd{fd_, POLLOUT, 0};
     const int ms = static_cast<int>(std::min<Duration>((deadline - t) / 1'000'000 + 1, 1'000'000));
-    const int pr = ::poll(&pfd, 1, ms);
-    if (pr < 0 && errno != EINTR) {
+    if (::poll(&pfd, 1, ms) < 0 && errno != EINTR) {
       err = sys_err("poll");
       return false;
     }
-    if (pr <= 0) continue;
-    const ssize_t r = ::recv(fd_, p + got, n - got, 0);
-    if (r == 0) {
-      err = got == 0 ? "oob: peer closed the connection"
-                     : "oob: truncated message (peer closed after " + std::to_string(got) + " of " +
-                           std::to_string(n) + " bytes)";
-      return false;
-    }
-    if (r < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      err = sys_err("recv");
-      return false;
-    }
-    got += static_cast<std::size_t>(r);
   }
   return true;
 }
 
-bool OobChannel::recv_msg(OobType want, std::vector<std::uint8_t>& body, Duration timeout, std::string& err) {
+bool OobChannel::recv_msg(OobType want, OobFrameReader& rd, Duration timeout, std::string& err) {
   if (fd_ < 0) {
     err = "oob: channel not connected";
     return false;
   }
   const Time deadline = UdpEndpoint::now() + timeout;
-  std::uint8_t hdr[kHeader];
-  if (!read_exact(hdr, kHeader, deadline, err)) return false;
-  OobType type{};
-  std::uint32_t len = 0;
-  if (!decode_header(hdr, type, len, err)) return false;
-  body.resize(len);
-  if (len != 0 && !read_exact(body.data(), len, deadline, err)) return false;
-  if (type == OobType::kError && want != OobType::kError) {
-    // the peer's reason for ending the session, printable characters only
-    std::string text;
-    for (const std::uint8_t ch : body) text.push_back(ch >= 0x20 && ch < 0x7F ? static_cast<char>(ch) : '?');
-    err = "peer: " + text;
-    return false;
+  rd.reset();
+  for (;;) {
+    const OobFrameReader::Status st = rd.read_from(fd_, err);
+    if (st == OobFrameReader::Status::kError) return false;
+    if (st == OobFrameReader::Status::kDone) return rd.is(want, err);
+    const Time t = UdpEndpoint::now();
+    if (t >= deadline) {
+      err = "oob: timed out waiting for the peer (" + std::to_string(rd.received()) + " of " +
+            std::to_string(rd.expected()) + " bytes)";
+      return false;
+    }
+    pollfd pfd{fd_, POLLIN, 0};
+    const int ms = static_cast<int>(std::min<Duration>((deadline - t) / 1'000'000 + 1, 1'000'000));
+    if (::poll(&pfd, 1, ms) < 0 && errno != EINTR) {
+      err = sys_err("poll");
+      return false;
+    }
   }
-  if (type != want) {
-    err = "oob: expected message type " + std::to_string(static_cast<int>(want)) + ", got " +
-          std::to_string(static_cast<int>(type));
-    return false;
-  }
-  return true;
 }
 
 bool OobChannel::send_conn_info(const ConnInfo& c, std::string& err) {
@@ -394,8 +489,8 @@ bool OobChannel::send_conn_info(const ConnInfo& c, std::string& err) {
 }
 
 bool OobChannel::recv_conn_info(ConnInfo& out, Duration timeout, std::string& err) {
-  std::vector<std::uint8_t> body;
-  return recv_msg(OobType::kConnInfo, body, timeout, err) && decode_conn_info_body(body, out, err);
+  OobFrameReader rd;
+  return recv_msg(OobType::kConnInfo, rd, timeout, err) && decode_conn_info_body(rd.body(), out, err);
 }
 
 bool OobChannel::send_values(std::span<const std::uint64_t> v, std::string& err) {
@@ -403,8 +498,8 @@ bool OobChannel::send_values(std::span<const std::uint64_t> v, std::string& err)
 }
 
 bool OobChannel::recv_values(std::vector<std::uint64_t>& out, Duration timeout, std::string& err) {
-  std::vector<std::uint8_t> body;
-  return recv_msg(OobType::kValues, body, timeout, err) && decode_values_body(body, out, err);
+  OobFrameReader rd;
+  return recv_msg(OobType::kValues, rd, timeout, err) && decode_values_body(rd.body(), out, err);
 }
 
 bool OobChannel::send_error(const std::string& text, std::string& err) {

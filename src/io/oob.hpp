@@ -6,11 +6,14 @@
 //   kConnInfo body: qpn 4 | psn 4 | rkey 4 | va 8 | length 8 | mpr_dest 1 | max_wimm_dest 2 |
 //                   planes 1 | per plane: family 1 (4 or 6) + 4 or 16 address bytes |
 //                   auth 1 (0 off, 1 on) | if on: this side's 128-bit transmit MAC key (16)
-//   kValues body:   count 4 | count x u64 (small control messages: parameters, barriers, checksums)
+//   kValues body:   count 4 | count x u64, at most kOobMaxValues (small control messages: parameters,
+//                   barriers, checksums)
 //   kError body:    UTF-8 text, at most kOobMaxError bytes: why the sender is ending the session (a
 //                   refused parameter, a mismatch, a shutdown); a receive waiting for any other type
 //                   fails with "peer: " + that text
-// Every malformed or truncated message is reported with a message, never trusted.
+// Every malformed or truncated message is reported with a message, never trusted. The body length of
+// a header is checked against the largest body of its type (oob_max_body) before a byte of the body
+// is read or any room is made for it, so a reader never holds more than kOobHeader + that limit.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -25,9 +28,16 @@ namespace mrc::io {
 
 inline constexpr std::uint32_t kOobMagic = 0x4D52434Fu;  // "MRCO"
 inline constexpr std::uint16_t kOobVersion = 3;          // 2: authentication key; 3: kError
+inline constexpr std::size_t kOobHeader = 12;
 inline constexpr std::uint32_t kOobMaxError = 1024;
-inline constexpr std::uint32_t kOobMaxBody = 1u << 16;
-inline constexpr std::uint16_t kOobDefaultPort = 18515;  // as perftest
+/// The longest value list (mrc perf's largest: a verification request, 2 + 256 QPs values).
+inline constexpr std::uint32_t kOobMaxValues = 1024;
+/// The largest body of each type: connection info with kMaxPorts IPv6 planes and a key; a full value
+/// list; an error text.
+inline constexpr std::uint32_t kOobMaxConnInfo = 32 + engine::kMaxPorts * 17 + 1 + 16;
+inline constexpr std::uint32_t kOobMaxValuesBody = 4 + 8 * kOobMaxValues;
+inline constexpr std::uint32_t kOobMaxBody = kOobMaxValuesBody;  ///< the largest of the three
+inline constexpr std::uint16_t kOobDefaultPort = 18515;          // as perftest
 
 enum class OobType : std::uint16_t { kConnInfo = 1, kValues = 2, kError = 3 };
 
@@ -59,12 +69,55 @@ std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c);
 std::vector<std::uint8_t> encode_values(std::span<const std::uint64_t> v);
 /// An error message (text cut to kOobMaxError bytes).
 std::vector<std::uint8_t> encode_error(const std::string& text);
-/// Checks the 12-byte header; on success gives type and body length.
+/// The largest body a message of type `t` may have.
+std::uint32_t oob_max_body(OobType t);
+/// Checks the 12-byte header (magic, version, type, the body length against oob_max_body of the
+/// type); on success gives type and body length.
 bool decode_header(std::span<const std::uint8_t> hdr, OobType& type, std::uint32_t& body_len,
                    std::string& err);
 bool decode_conn_info_body(std::span<const std::uint8_t> body, ConnInfo& out, std::string& err);
 bool decode_values_body(std::span<const std::uint8_t> body, std::vector<std::uint64_t>& out,
                         std::string& err);
+/// The text of a kError body as printable ASCII (every other byte shown as '?'), at most
+/// kOobMaxError characters.
+std::string decode_error_body(std::span<const std::uint8_t> body);
+
+/// One framed message, read piece by piece: from a non-blocking socket (read_from) or from bytes at
+/// hand (feed). It takes exactly the bytes of one message (what follows belongs to the next one), and
+/// the header is checked before any room is made for the body, so it never holds more than
+/// kOobHeader + oob_max_body(type) bytes. After kDone or kError, reset() starts the next message.
+class OobFrameReader {
+ public:
+  enum class Status { kMore, kDone, kError };
+  /// Takes the bytes of this message from the front of `in` and says how many (`used`).
+  Status feed(std::span<const std::uint8_t> in, std::size_t& used, std::string& err);
+  /// Reads what `fd` has ready without blocking (kMore: nothing more for now); the peer closing
+  /// before the message is complete is an error ("peer closed the connection" / "truncated ...").
+  Status read_from(int fd, std::string& err);
+  Status status() const { return status_; }
+  /// Bytes of the message taken so far, and how many the message has (12 until the header is in).
+  std::size_t received() const { return hdr_got_ + body_got_; }
+  std::size_t expected() const { return kOobHeader + (have_header_ ? body_.size() : 0); }
+  bool have_header() const { return have_header_; }
+  /// With kDone: the message.
+  OobType type() const { return type_; }
+  std::span<const std::uint8_t> body() const { return body_; }
+  /// With kDone: true if the message is of type `want`; otherwise false with the error ("peer: TEXT"
+  /// for a kError message, else "expected message type ...").
+  bool is(OobType want, std::string& err) const;
+  void reset();
+
+ private:
+  std::span<std::uint8_t> room();  ///< where the next bytes of the message go (exactly what it lacks)
+  Status commit(std::size_t n, std::string& err);
+  std::uint8_t hdr_[kOobHeader] = {};
+  std::size_t hdr_got_ = 0, body_got_ = 0;
+  bool have_header_ = false;
+  OobType type_{};
+  std::vector<std::uint8_t> body_;
+  Status status_ = Status::kMore;
+  std::string err_;
+};
 
 /// One connected TCP stream. Blocking I/O bounded by a timeout per call.
 class OobChannel {
@@ -72,7 +125,7 @@ class OobChannel {
   OobChannel() = default;
   explicit OobChannel(int fd) : fd_(fd) {}
   ~OobChannel();
-  OobChannel(OobChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  OobChannel(OobChannel&& o) noexcept : fd_(o.fd_), send_timeout_(o.send_timeout_) { o.fd_ = -1; }
   OobChannel& operator=(OobChannel&& o) noexcept;
   OobChannel(const OobChannel&) = delete;
   OobChannel& operator=(const OobChannel&) = delete;
@@ -94,11 +147,15 @@ class OobChannel {
   bool exchange(const ConnInfo& mine, ConnInfo& theirs, Duration timeout, std::string& err);
   /// Raw bytes, for tests of malformed input.
   bool send_raw(std::span<const std::uint8_t> bytes, std::string& err);
+  /// How long a send may wait for room while the peer reads nothing (0: never wait; default 30 s);
+  /// then it fails ("timed out sending").
+  void set_send_timeout(Duration t) { send_timeout_ = t; }
 
  private:
-  bool recv_msg(OobType want, std::vector<std::uint8_t>& body, Duration timeout, std::string& err);
-  bool read_exact(std::uint8_t* p, std::size_t n, Time deadline, std::string& err);
+  /// One whole message of type `want` by `timeout` (a total deadline, not one per read).
+  bool recv_msg(OobType want, OobFrameReader& rd, Duration timeout, std::string& err);
   int fd_ = -1;
+  Duration send_timeout_ = 30'000'000'000ull;
 };
 
 class OobListener {
@@ -110,6 +167,7 @@ class OobListener {
   /// Listens on addr:port (IPv4 or IPv6 literal; port 0 = any free port).
   bool listen(const std::string& addr, std::uint16_t port, std::string& err);
   std::uint16_t port() const { return port_; }
+  int fd() const { return fd_; }
   std::optional<OobChannel> accept(Duration timeout, std::string& err);
 
  private:

@@ -1,6 +1,8 @@
 #include "io/oob.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <optional>
 #include <thread>
@@ -238,6 +240,168 @@ TEST(Oob, MalformedBodiesAreRejected) {
   std::vector<std::uint64_t> vals;
   const std::uint8_t short_values[] = {0, 0, 0, 2, 1, 2, 3};
   EXPECT_FALSE(decode_values_body(short_values, vals, err));
+}
+
+std::vector<std::uint8_t> header(std::uint16_t type, std::uint32_t len) {
+  return {'M',
+          'R',
+          'C',
+          'O',
+          0,
+          static_cast<std::uint8_t>(kOobVersion),
+          0,
+          static_cast<std::uint8_t>(type),
+          static_cast<std::uint8_t>(len >> 24),
+          static_cast<std::uint8_t>(len >> 16),
+          static_cast<std::uint8_t>(len >> 8),
+          static_cast<std::uint8_t>(len)};
+}
+
+TEST(Oob, EachTypeHasItsOwnBodyLimit) {
+  // The largest real message of each type fits its limit.
+  ConnInfo big = sample(5, "::");
+  big.planes.assign(engine::kMaxPorts, big.planes[0]);
+  big.auth = true;
+  EXPECT_EQ(encode_conn_info(big).size(), kOobHeader + kOobMaxConnInfo);
+  EXPECT_EQ(encode_values(std::vector<std::uint64_t>(kOobMaxValues, 7)).size(),
+            kOobHeader + kOobMaxValuesBody);
+  const struct {
+    OobType type;
+    std::uint32_t max;
+  } cases[] = {{OobType::kConnInfo, kOobMaxConnInfo},
+               {OobType::kValues, kOobMaxValuesBody},
+               {OobType::kError, kOobMaxError}};
+  for (const auto& c : cases) {
+    OobType t{};
+    std::uint32_t len = 0;
+    std::string err;
+    EXPECT_EQ(oob_max_body(c.type), c.max);
+    EXPECT_TRUE(decode_header(header(static_cast<std::uint16_t>(c.type), c.max), t, len, err)) << err;
+    EXPECT_EQ(len, c.max);
+    for (const std::uint32_t over : {c.max + 1, 1u << 16, 0xFFFFFFFFu}) {
+      EXPECT_FALSE(decode_header(header(static_cast<std::uint16_t>(c.type), over), t, len, err)) << over;
+      EXPECT_NE(err.find("too large (" + std::to_string(over) + " bytes; a type " +
+                         std::to_string(static_cast<int>(c.type)) + " message has at most " +
+                         std::to_string(c.max) + ")"),
+                std::string::npos)
+          << err;
+    }
+  }
+}
+
+TEST(Oob, FrameReaderRefusesAnOversizedHeaderBeforeTakingItsBody) {
+  std::vector<std::uint8_t> in = header(static_cast<std::uint16_t>(OobType::kValues), 0xFFFFFFF0u);
+  in.resize(in.size() + 4096, 0xAB);  // what an attacker sends after it
+  OobFrameReader rd;
+  std::size_t used = 0;
+  std::string err;
+  EXPECT_EQ(rd.feed(in, used, err), OobFrameReader::Status::kError);
+  EXPECT_EQ(used, kOobHeader);  // not one body byte taken, no room made for it
+  EXPECT_TRUE(rd.body().empty());
+  EXPECT_NE(err.find("too large"), std::string::npos) << err;
+  // Once failed, it stays failed until reset.
+  EXPECT_EQ(rd.feed(std::span(in).subspan(kOobHeader), used, err), OobFrameReader::Status::kError);
+  EXPECT_EQ(used, 0u);
+}
+
+TEST(Oob, FrameReaderTakesExactlyOneMessageHoweverItArrives) {
+  const ConnInfo c = sample(9, "127.0.0.");
+  const std::uint64_t v[] = {1, 2, 3};
+  std::vector<std::uint8_t> stream = encode_conn_info(c);
+  const std::size_t first = stream.size();
+  const std::vector<std::uint8_t> second = encode_values(v);
+  stream.insert(stream.end(), second.begin(), second.end());
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, std::size_t{12}, stream.size()}) {
+    OobFrameReader rd;
+    std::string err;
+    std::size_t at = 0, used = 0;
+    while (rd.status() == OobFrameReader::Status::kMore && at < stream.size()) {
+      rd.feed(std::span(stream).subspan(at, std::min(chunk, stream.size() - at)), used, err);
+      at += used;
+    }
+    ASSERT_EQ(rd.status(), OobFrameReader::Status::kDone) << chunk << ": " << err;
+    EXPECT_EQ(at, first) << chunk;  // the second message is left for the next read
+    ConnInfo got;
+    ASSERT_TRUE(rd.is(OobType::kConnInfo, err)) << err;
+    ASSERT_TRUE(decode_conn_info_body(rd.body(), got, err)) << err;
+    EXPECT_EQ(got, c);
+    EXPECT_FALSE(rd.is(OobType::kValues, err));
+    EXPECT_NE(err.find("expected message type 2, got 1"), std::string::npos) << err;
+    rd.reset();
+    rd.feed(std::span(stream).subspan(at), used, err);
+    ASSERT_EQ(rd.status(), OobFrameReader::Status::kDone) << err;
+    std::vector<std::uint64_t> vals;
+    ASSERT_TRUE(decode_values_body(rd.body(), vals, err)) << err;
+    EXPECT_EQ(vals, (std::vector<std::uint64_t>{1, 2, 3}));
+  }
+  // An error message: the peer's text, whatever was expected.
+  OobFrameReader rd;
+  std::string err;
+  std::size_t used = 0;
+  const std::vector<std::uint8_t> e = encode_error("no\x01way");
+  ASSERT_EQ(rd.feed(e, used, err), OobFrameReader::Status::kDone);
+  EXPECT_FALSE(rd.is(OobType::kValues, err));
+  EXPECT_EQ(err, "peer: no?way");
+}
+
+TEST(Oob, FrameReaderOnASocketReadsOnlyWhatIsThereAndOnlyItsMessage) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  OobFrameReader rd;
+  std::string err;
+  EXPECT_EQ(rd.read_from(sv[0], err), OobFrameReader::Status::kMore);  // nothing yet: no wait
+  const std::uint64_t a[] = {42}, b[] = {43, 44};
+  std::vector<std::uint8_t> two = encode_values(a);
+  const std::vector<std::uint8_t> mb = encode_values(b);
+  two.insert(two.end(), mb.begin(), mb.end());
+  ASSERT_EQ(::write(sv[1], two.data(), 5), 5);
+  EXPECT_EQ(rd.read_from(sv[0], err), OobFrameReader::Status::kMore);
+  EXPECT_EQ(rd.received(), 5u);
+  EXPECT_EQ(rd.expected(), kOobHeader);
+  ASSERT_EQ(::write(sv[1], two.data() + 5, two.size() - 5), static_cast<ssize_t>(two.size() - 5));
+  ASSERT_EQ(rd.read_from(sv[0], err), OobFrameReader::Status::kDone) << err;
+  std::vector<std::uint64_t> vals;
+  ASSERT_TRUE(decode_values_body(rd.body(), vals, err)) << err;
+  EXPECT_EQ(vals, (std::vector<std::uint64_t>{42}));
+  rd.reset();
+  ASSERT_EQ(rd.read_from(sv[0], err), OobFrameReader::Status::kDone) << err;
+  ASSERT_TRUE(decode_values_body(rd.body(), vals, err)) << err;
+  EXPECT_EQ(vals, (std::vector<std::uint64_t>{43, 44}));
+  // Cut short: the peer closes mid-header.
+  rd.reset();
+  ASSERT_EQ(::write(sv[1], two.data(), 3), 3);
+  ::close(sv[1]);
+  EXPECT_EQ(rd.read_from(sv[0], err), OobFrameReader::Status::kError);
+  EXPECT_EQ(err, "oob: truncated message (peer closed after 3 of 12 bytes)");
+  ::close(sv[0]);
+}
+
+TEST(Oob, ValueListsHaveACountLimit) {
+  std::vector<std::uint64_t> vals;
+  std::string err;
+  const std::vector<std::uint8_t> ok = encode_values(std::vector<std::uint64_t>(kOobMaxValues, 1));
+  EXPECT_TRUE(decode_values_body(std::span(ok).subspan(kOobHeader), vals, err)) << err;
+  const std::vector<std::uint8_t> over = encode_values(std::vector<std::uint64_t>(kOobMaxValues + 1, 1));
+  EXPECT_FALSE(decode_values_body(std::span(over).subspan(kOobHeader), vals, err));
+  EXPECT_NE(err.find("value list of 1025 values (at most 1024)"), std::string::npos) << err;
+  // ... and the frame of such a list is refused by its header already.
+  OobType t{};
+  std::uint32_t len = 0;
+  EXPECT_FALSE(decode_header(std::span(over).first(kOobHeader), t, len, err));
+}
+
+TEST(Oob, SendToAPeerThatReadsNothingIsBounded) {
+  OobListener l;
+  std::string err;
+  ASSERT_TRUE(l.listen("127.0.0.1", 0, err)) << err;
+  auto ch = OobChannel::connect("127.0.0.1", l.port(), kTimeout, err);
+  ASSERT_TRUE(ch) << err;
+  auto peer = l.accept(kTimeout, err);  // accepted, never read
+  ASSERT_TRUE(peer) << err;
+  ch->set_send_timeout(100'000'000);
+  const std::vector<std::uint8_t> lots(64u << 20, 0);
+  EXPECT_FALSE(ch->send_raw(lots, err));
+  EXPECT_NE(err.find("timed out sending to the peer"), std::string::npos) << err;
 }
 
 TEST(Oob, AuthKeyRoundTripsAndBothSidesMustAgree) {
