@@ -13,7 +13,6 @@
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
-#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +36,7 @@
 
 #include "api/ctl_proto.hpp"
 #include "api/ev_expand.hpp"
+#include "api/profile_toml.hpp"
 #include "cli_checks.hpp"
 #include "io/udp_endpoint.hpp"
 
@@ -100,117 +100,11 @@ void check(mrc_ctl_context* c, int rc, const std::string& what) {
 
 // ---- TOML config ---------------------------------------------------------------------------------
 
-constexpr std::uint64_t kMaxId = static_cast<std::uint64_t>(INT64_MAX);  // TOML integers are int64
-constexpr std::uint64_t kMaxCopies = 65536;
-
-/// A TOML value as a message shows it: 300, nan, the string "13", an array, ...
-std::string describe(const toml::node& n) {
-  if (const auto* i = n.as_integer()) return std::to_string(i->get());
-  if (const auto* f = n.as_floating_point()) {
-    if (std::isnan(f->get())) return "nan";
-    std::ostringstream o;
-    o << f->get();
-    return o.str();
-  }
-  if (const auto* s = n.as_string()) return "the string \"" + s->get() + "\"";
-  if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
-  if (n.is_array()) return "an array";
-  if (n.is_table()) return "a table";
-  return "a date or time";
-}
-
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
 }
-
-/// Reads one TOML file's values; every error names the file, the line of the value at fault (or
-/// of its table when the key is missing), the key and the rule (exit 2).
-class Toml {
- public:
-  explicit Toml(std::string file) : file_(std::move(file)) {}
-  const std::string& file() const { return file_; }
-  std::string at(const toml::node* n) const {
-    std::string s = file_;
-    if (n != nullptr && n->source().begin.line > 0) s += ":" + std::to_string(n->source().begin.line);
-    return s;
-  }
-  [[noreturn]] void fail(const toml::node* n, const std::string& msg) const { bad_input(at(n) + ": " + msg); }
-  void keys(const toml::table& t, const std::vector<std::string>& allowed, const std::string& in) const {
-    for (const auto& [k, v] : t)
-      if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end())
-        fail(&v, "unknown key '" + std::string(k.str()) + "' in " + in + " (keys: " + join(allowed) + ")");
-  }
-  /// An integer in [lo, hi]; a missing key is `def`, or an error naming `in` when there is none.
-  std::uint64_t uint(const toml::table& t, const char* key, std::uint64_t lo, std::uint64_t hi,
-                     const std::string& in, const std::optional<std::uint64_t>& def = std::nullopt) const {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) {
-      if (def) return *def;
-      fail(&t, in + ": missing '" + key + "' (an integer in [" + std::to_string(lo) + ", " +
-                   std::to_string(hi) + "])");
-    }
-    const auto* i = n->as_integer();
-    if (i == nullptr || i->get() < 0 || static_cast<std::uint64_t>(i->get()) < lo ||
-        static_cast<std::uint64_t>(i->get()) > hi)
-      fail(n, std::string("'") + key + "' must be an integer in [" + std::to_string(lo) + ", " +
-                  std::to_string(hi) + "], not " + describe(*n));
-    return static_cast<std::uint64_t>(i->get());
-  }
-  /// A finite number that a float holds (the C API's NSCC settings are floats).
-  float real(const toml::table& t, const char* key, float def) const {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) return def;
-    double v = 0;
-    if (const auto* i = n->as_integer())
-      v = static_cast<double>(i->get());
-    else if (const auto* f = n->as_floating_point())
-      v = f->get();
-    else
-      fail(n, std::string("'") + key + "' must be a finite number, not " + describe(*n));
-    if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max())
-      fail(n, std::string("'") + key + "' must be a finite number, not " + describe(*n));
-    return static_cast<float>(v);
-  }
-  /// One of `names` (a string).
-  std::string choice(const toml::table& t, const char* key, const std::vector<std::string>& names,
-                     const std::string& in) const {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) fail(&t, in + ": missing '" + key + "' (one of " + join(names) + ")");
-    const auto* s = n->as_string();
-    if (s == nullptr || std::find(names.begin(), names.end(), s->get()) == names.end())
-      fail(n, std::string("'") + key + "' must be one of " + join(names) + ", not " + describe(*n));
-    return s->get();
-  }
-  std::string str(const toml::table& t, const char* key, const std::string& in) const {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) fail(&t, in + ": missing '" + key + "'");
-    if (!n->is_string()) fail(n, std::string("'") + key + "' must be a string, not " + describe(*n));
-    return n->as_string()->get();
-  }
-  const toml::array* array(const toml::table& t, const char* key) const {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) return nullptr;
-    if (!n->is_array()) fail(n, std::string("'") + key + "' must be an array, not " + describe(*n));
-    return n->as_array();
-  }
-  const toml::table& table(const toml::node& n, const char* what) const {
-    if (!n.is_table()) fail(&n, std::string(what) + " entries must be tables, not " + describe(n));
-    return *n.as_table();
-  }
-  api::EvBytes ev(const toml::table& t, const char* key, const std::string& in) const {
-    const std::string s = str(t, key, in);
-    try {
-      return api::ev_from_hex(s);
-    } catch (const std::invalid_argument& e) {
-      fail(t.get(key), std::string("'") + key + "' \"" + s + "\" is not an EV: " + e.what());
-    }
-  }
-
- private:
-  std::string file_;
-};
 
 mrc_ctl_ev make_ev(const api::EvBytes& b, std::uint8_t port) {
   mrc_ctl_ev e{};
@@ -219,304 +113,33 @@ mrc_ctl_ev make_ev(const api::EvBytes& b, std::uint8_t port) {
   return e;
 }
 
-// One profile file, checked value by value before anything is applied.
-struct FmtDef {
-  const toml::table* t = nullptr;
-  std::uint64_t id = 0;
-  mrc_ctl_ev_fmt_mode mode = MRC_CTL_EV_FMT_MODE_STEV;
-  std::vector<mrc_ctl_ev_fmt_field> widths;
-};
-struct EvDef {
-  const toml::table* t = nullptr;
-  std::uint64_t id = 0;
-  mrc_ctl_ev_mode mode = MRC_CTL_EV_MODE_AUTO;
-  std::uint64_t fmt_id = 0;
-  std::uint32_t count = 0;
-  std::vector<mrc_ctl_ev_field> fields;
-  std::vector<mrc_ctl_ev_op_entry> evs, deny;
-  std::vector<const toml::node*> ev_nodes, deny_nodes;  ///< the entry each op came from
-  std::uint32_t min_active = 1;
-  std::uint32_t event_mask = 0;
-};
-struct CcDef {
-  const toml::table* t = nullptr;
-  std::uint64_t id = 0;
-  std::string algorithm;
-  mrc_ctl_cc_nscc_cfg cfg{};
-};
-struct ConfigFile {
-  std::unique_ptr<toml::table> root;  // the defs point into it
-  Toml rd{""};
-  std::vector<FmtDef> fmts;
-  std::vector<EvDef> evps;
-  std::vector<CcDef> ccs;
-  std::uint32_t ports_needed = 0;         ///< highest port an EV or deny entry names
-  const toml::node* port_node = nullptr;  ///< where
-  std::uint64_t port_profile = 0;
-};
-
-/// The file's text, or why it cannot be read (no such file, a directory, permission denied, ...).
-std::string read_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    const int e = errno;
-    if (e == ENOENT) bad_input(path + ": no such file");
-    if (e == ENOTDIR) bad_input(path + ": no such file (a part of the path is not a directory)");
-    if (e == EACCES) bad_input(path + ": permission denied (a directory on the path cannot be searched)");
-    bad_input(path + ": cannot be read: " + std::strerror(e));
-  }
-  if (S_ISDIR(st.st_mode)) bad_input(path + ": is a directory (give a TOML file, e.g. config/profiles.toml)");
-  if (!S_ISREG(st.st_mode)) bad_input(path + ": is not a regular file (give a TOML file)");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int e = errno;
-    if (e == EACCES) bad_input(path + ": permission denied (the file cannot be read)");
-    bad_input(path + ": cannot be read" + (e ? std::string(": ") + std::strerror(e) : std::string()));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) bad_input(path + ": cannot be read (I/O error)");
-  return text.str();
-}
+// A profile file is read and checked value by value before anything is applied
+// (src/api/profile_toml.hpp).
+using ConfigFile = api::ProfileFile;
+using api::CcDef;
+using api::EvDef;
+using api::FmtDef;
 
 ConfigFile load_config(const std::string& path) {
-  ConfigFile f;
-  f.rd = Toml(path);
-  const Toml& rd = f.rd;
-  const std::string text = read_file(path);
   try {
-    f.root = std::make_unique<toml::table>(toml::parse(text, path));
-  } catch (const toml::parse_error& e) {
-    std::ostringstream o;
-    o << path;
-    if (e.source().begin.line > 0) o << ':' << e.source().begin.line;
-    o << ": not TOML: " << e.description();
-    bad_input(o.str());
+    return api::load_profiles(path);
+  } catch (const api::ProfileTomlError& e) {
+    bad_input(e.what());
   }
-  const toml::table& root = *f.root;
-  for (const auto& [k, v] : root)
-    if (k.str() != "ev_format" && k.str() != "ev_profile" && k.str() != "cc_profile")
-      rd.fail(&v, "unknown key '" + std::string(k.str()) +
-                      "' (a profile file has [[ev_format]], [[ev_profile]] and [[cc_profile]] tables)");
-  const auto entries = [&](const char* key) {
-    std::vector<const toml::table*> v;
-    const toml::node* n = root.get(key);
-    if (n == nullptr) return v;
-    if (!n->is_array_of_tables())
-      rd.fail(n, std::string("'") + key + "' must be an array of tables: write [[" + key + "]] before each");
-    for (const toml::node& x : *n->as_array()) v.push_back(x.as_table());
-    return v;
-  };
-  const auto fmt_tables = entries("ev_format");
-  const auto ev_tables = entries("ev_profile");
-  const auto cc_tables = entries("cc_profile");
-  if (fmt_tables.empty() && ev_tables.empty() && cc_tables.empty())
-    bad_input(
-        path +
-        ": defines no profile (a profile file has [[ev_format]], [[ev_profile]] or [[cc_profile]] tables)");
-
-  // The ID first (it names the entry in later messages), once per kind.
-  const auto read_id = [&](const toml::table& t, const char* kind,
-                           std::map<std::uint64_t, const toml::node*>& seen) {
-    const std::uint64_t id = rd.uint(t, "id", 1, kMaxId, std::string(kind));
-    const toml::node* n = t.get("id");
-    if (auto [it, fresh] = seen.emplace(id, n); !fresh)
-      rd.fail(n, std::string(kind) + " " + std::to_string(id) + " is defined twice (first at line " +
-                     std::to_string(it->second->source().begin.line) + ")");
-    return id;
-  };
-
-  std::map<std::uint64_t, const toml::node*> seen;
-  for (const toml::table* t : fmt_tables) {
-    FmtDef d;
-    d.t = t;
-    d.id = read_id(*t, "ev_format", seen);
-    const std::string in = "ev_format " + std::to_string(d.id);
-    rd.keys(*t, {"id", "mode", "widths"}, in);
-    const std::string mode = rd.choice(*t, "mode", {"stev", "srv6", "udp"}, in);
-    d.mode = mode == "stev"   ? MRC_CTL_EV_FMT_MODE_STEV
-             : mode == "srv6" ? MRC_CTL_EV_FMT_MODE_SRV6
-                              : MRC_CTL_EV_FMT_MODE_UDP;
-    const toml::array* w = rd.array(*t, "widths");
-    if (w == nullptr) rd.fail(t, in + ": missing 'widths' (the bits of each format field, e.g. [16, 16])");
-    if (w->empty()) rd.fail(t->get("widths"), "'widths' is empty: a format has at least one field");
-    for (const toml::node& x : *w) {
-      const auto* i = x.as_integer();
-      if (i == nullptr || i->get() < 1 || i->get() > 32)
-        rd.fail(&x, "a width must be an integer in [1, 32], not " + describe(x));
-      d.widths.push_back({static_cast<std::uint32_t>(i->get())});
-    }
-    f.fmts.push_back(std::move(d));
-  }
-
-  seen.clear();
-  for (const toml::table* t : ev_tables) {
-    EvDef d;
-    d.t = t;
-    d.id = read_id(*t, "ev_profile", seen);
-    const std::string in = "ev_profile " + std::to_string(d.id);
-    rd.keys(*t, {"id", "mode", "format", "count", "min_active", "event_mask", "fields", "evs", "deny"}, in);
-    const std::string mode = rd.choice(*t, "mode", {"auto", "explicit", "generated"}, in);
-    d.mode = mode == "auto"       ? MRC_CTL_EV_MODE_AUTO
-             : mode == "explicit" ? MRC_CTL_EV_MODE_EXP
-                                  : MRC_CTL_EV_MODE_GEN;
-    if (d.mode == MRC_CTL_EV_MODE_AUTO) {
-      for (const char* k : {"format", "count", "fields", "evs", "deny"})
-        if (const toml::node* n = t->get(k))
-          rd.fail(n, std::string("'") + k +
-                         "' does not go with mode = \"auto\" (an AUTO profile takes id, mode, min_active "
-                         "and event_mask; the transport picks its EVs)");
-    } else {
-      d.fmt_id = rd.uint(*t, "format", 1, kMaxId, in);
-      const toml::array* fa = rd.array(*t, "fields");
-      if (fa == nullptr)
-        rd.fail(t, in + ": missing 'fields' (one table per format field: width, init, min, max, mask)");
-      if (fa->empty()) rd.fail(t->get("fields"), "'fields' is empty: a profile has at least one field");
-      for (const toml::node& x : *fa) {
-        const toml::table& e = rd.table(x, "fields");
-        const std::string fin = in + " field";
-        rd.keys(e, {"width", "init", "min", "max", "mask"}, fin);
-        d.fields.push_back({static_cast<std::uint32_t>(rd.uint(e, "width", 1, 32, fin)),
-                            static_cast<std::uint32_t>(rd.uint(e, "init", 0, UINT32_MAX, fin, 0)),
-                            static_cast<std::uint32_t>(rd.uint(e, "min", 0, UINT32_MAX, fin, 0)),
-                            static_cast<std::uint32_t>(rd.uint(e, "max", 0, UINT32_MAX, fin, 0)),
-                            static_cast<std::uint32_t>(rd.uint(e, "mask", 0, UINT32_MAX, fin, 0))});
-      }
-    }
-    const auto port_of = [&](const toml::table& e, const std::string& ein) {
-      const auto port = static_cast<std::uint32_t>(rd.uint(e, "port", 1, engine::kMaxPorts, ein));
-      if (port > f.ports_needed) {
-        f.ports_needed = port;
-        f.port_node = e.get("port");
-        f.port_profile = d.id;
-      }
-      return static_cast<std::uint8_t>(port);
-    };
-    if (const toml::array* ea = rd.array(*t, "evs")) {
-      if (d.mode != MRC_CTL_EV_MODE_EXP)
-        rd.fail(t->get("evs"),
-                "'evs' needs mode = \"explicit\" (a generated profile makes its EVs from "
-                "'fields' and 'count')");
-      for (const toml::node& x : *ea) {
-        const toml::table& e = rd.table(x, "evs");
-        const std::string ein = in + " EV";
-        rd.keys(e, {"ev", "port", "copies"}, ein);
-        const api::EvBytes ev = rd.ev(e, "ev", ein);
-        const std::uint8_t port = port_of(e, ein);
-        const auto copies = rd.uint(e, "copies", 1, kMaxCopies, ein, 1);
-        mrc_ctl_ev_op_entry op{};
-        op.ev_new = make_ev(ev, port);
-        op.state = MRC_CTL_EV_GOOD;
-        d.evs.insert(d.evs.end(), copies, op);  // duplicates weight a path
-        d.ev_nodes.insert(d.ev_nodes.end(), copies, &x);
-      }
-    }
-    if (d.mode == MRC_CTL_EV_MODE_EXP) {
-      if (t->get("evs") == nullptr) rd.fail(t, in + ": missing 'evs' (an explicit profile lists its EVs)");
-      if (d.evs.empty()) rd.fail(t->get("evs"), "'evs' is empty: an explicit profile lists at least one EV");
-      const std::uint64_t listed = d.evs.size();
-      const std::uint64_t count = rd.uint(*t, "count", 1, UINT32_MAX, in, listed);
-      if (count != listed)
-        rd.fail(t->get("count"), "'count' is " + std::to_string(count) + " but 'evs' lists " +
-                                     std::to_string(listed) + " EVs (copies included)");
-      d.count = static_cast<std::uint32_t>(count);
-    } else if (d.mode == MRC_CTL_EV_MODE_GEN) {
-      d.count = static_cast<std::uint32_t>(rd.uint(*t, "count", 1, UINT32_MAX, in));
-    }
-    if (const toml::array* da = rd.array(*t, "deny"))
-      for (const toml::node& x : *da) {
-        const toml::table& e = rd.table(x, "deny");
-        const std::string ein = in + " deny entry";
-        rd.keys(e, {"ev", "port"}, ein);
-        mrc_ctl_ev_op_entry op{};
-        const api::EvBytes ev = rd.ev(e, "ev", ein);
-        op.ev = make_ev(ev, port_of(e, ein));
-        op.state = MRC_CTL_EV_DENIED;
-        op.flags = MRC_CTL_EV_OP_F_ALL_COPIES;
-        d.deny.push_back(op);
-        d.deny_nodes.push_back(&x);
-      }
-    d.min_active = static_cast<std::uint32_t>(rd.uint(*t, "min_active", 1, UINT32_MAX, in, 1));
-    if (const toml::array* m = rd.array(*t, "event_mask"))
-      for (const toml::node& x : *m) {
-        const auto* s = x.as_string();
-        if (s && s->get() == "good")
-          d.event_mask |= MRC_CTL_EV_GOOD;
-        else if (s && s->get() == "assumed_bad")
-          d.event_mask |= MRC_CTL_EV_ASSUMED_BAD;
-        else
-          rd.fail(&x, "event_mask takes \"good\" and \"assumed_bad\", not " + describe(x));
-      }
-    f.evps.push_back(std::move(d));
-  }
-
-  seen.clear();
-  for (const toml::table* t : cc_tables) {
-    CcDef d;
-    d.t = t;
-    d.id = read_id(*t, "cc_profile", seen);
-    const std::string in = "cc_profile " + std::to_string(d.id);
-    static const std::vector<std::string> nscc_keys{"base_rtt",
-                                                    "target_delay",
-                                                    "max_cwnd",
-                                                    "gamma",
-                                                    "max_md_jump",
-                                                    "fi",
-                                                    "fi_scale",
-                                                    "eta",
-                                                    "qa_gate",
-                                                    "qa_threshold",
-                                                    "adjust_bytes_threshold",
-                                                    "adjust_period_threshold",
-                                                    "disable_qa"};
-    std::vector<std::string> allowed{"id", "algorithm"};
-    allowed.insert(allowed.end(), nscc_keys.begin(), nscc_keys.end());
-    rd.keys(*t, allowed, in);
-    d.algorithm = rd.str(*t, "algorithm", in + " (\"uet-1.0-nscc\" or \"none\")");
-    if (d.algorithm == "none") {
-      for (const auto& k : nscc_keys)
-        if (const toml::node* n = t->get(k))
-          rd.fail(n, "'" + k + "' needs algorithm = \"uet-1.0-nscc\" (algorithm \"none\" takes no settings)");
-    }
-    mrc_ctl_cc_nscc_cfg& cfg = d.cfg;
-    cfg = api::ProfileStore::nscc_to_ctl(cc::NsccConfig{});
-    const auto u32 = [&](const char* k, std::uint32_t& v, std::uint64_t lo) {
-      v = static_cast<std::uint32_t>(rd.uint(*t, k, lo, UINT32_MAX, in, v));
-    };
-    u32("base_rtt", cfg.base_rtt, 1);
-    u32("target_delay", cfg.target_delay, 1);
-    u32("max_cwnd", cfg.max_cwnd, 1);
-    cfg.gamma = rd.real(*t, "gamma", cfg.gamma);
-    cfg.max_md_jump = rd.real(*t, "max_md_jump", cfg.max_md_jump);
-    cfg.fi = rd.real(*t, "fi", cfg.fi);
-    cfg.fi_scale = rd.real(*t, "fi_scale", cfg.fi_scale);
-    cfg.eta = rd.real(*t, "eta", cfg.eta);
-    cfg.qa_gate = static_cast<std::uint8_t>(rd.uint(*t, "qa_gate", 0, 31, in, cfg.qa_gate));
-    u32("qa_threshold", cfg.qa_threshold, 0);
-    u32("adjust_bytes_threshold", cfg.adjust_bytes_threshold, 1);
-    u32("adjust_period_threshold", cfg.adjust_period_threshold, 1);
-    if (const toml::node* n = t->get("disable_qa"); n != nullptr && n->is_boolean())
-      cfg.disable_qa = n->as_boolean()->get() ? 1 : 0;
-    else
-      cfg.disable_qa = static_cast<std::uint8_t>(rd.uint(*t, "disable_qa", 0, 1, in, cfg.disable_qa));
-    f.ccs.push_back(std::move(d));
-  }
-  return f;
 }
 
-/// The node a store error is about: "field N: ..." is that field, "entry N: ..." that EV or deny
+/// The line a store error is about: "field N: ..." is that field, "entry N: ..." that EV or deny
 /// entry; otherwise the first of `keys` whose name the message uses and the entry has.
-const toml::node* blame(const toml::table& t, const std::string& why,
-                        std::initializer_list<std::pair<const char*, const char*>> keys) {
+std::uint32_t blame(const EvDef& d, const std::string& why,
+                    std::initializer_list<std::pair<const char*, const char*>> keys) {
   if (why.rfind("field ", 0) == 0 && why.size() > 6 && std::isdigit(static_cast<unsigned char>(why[6]))) {
     const std::size_t i = std::strtoul(why.c_str() + 6, nullptr, 10);
-    if (const auto* fa = t.get_as<toml::array>("fields"); fa != nullptr && i < fa->size()) return fa->get(i);
+    if (d.at.keys.count("fields") != 0 && i < d.field_lines.size()) return d.field_lines[i];
   }
   for (const auto& [word, key] : keys)
     if (why.find(word) != std::string::npos)
-      if (const toml::node* n = t.get(key)) return n;
-  return &t;
+      if (d.at.keys.count(key) != 0) return d.at.key(key);
+  return d.at.line;
 }
 
 /// "entry N: rest" -> N and "rest" (REPLACE_EV / MODIFY_EV_STATE failures).
@@ -548,22 +171,21 @@ void reset_profile(mrc_ctl_context* c, std::uint64_t id, Modify modify, Query qu
 std::string sport_warning(mrc_ctl_context* c, std::uint64_t id);
 
 void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
-  const Toml& rd = f.rd;
-  // A store refusal, at the node it is about.
-  const auto refused = [&](int rc, const toml::node* n, const std::string& what) {
-    if (rc != 0) throw CtlError(rd.at(n) + ": " + what + ": " + why_text(c, rc), exit_code_of(rc));
+  // A store refusal, at the line it is about.
+  const auto refused = [&](int rc, std::uint32_t line, const std::string& what) {
+    if (rc != 0) throw CtlError(f.at(line) + ": " + what + ": " + why_text(c, rc), exit_code_of(rc));
   };
   // Tear down what the file redefines: EV profiles first (their formats are busy while ONLINE).
   for (const EvDef& d : f.evps)
     reset_profile<mrc_ctl_ev_profile_attr>(c, d.id, mrc_ctl_modify_ev_profile, mrc_ctl_query_ev_profile,
-                                           rd.at(d.t) + ": EV profile " + std::to_string(d.id));
+                                           f.at(d.at.line) + ": EV profile " + std::to_string(d.id));
   for (const FmtDef& d : f.fmts)
     reset_profile<mrc_ctl_ev_fmt_profile_attr>(c, d.id, mrc_ctl_modify_ev_fmt_profile,
                                                mrc_ctl_query_ev_fmt_profile,
-                                               rd.at(d.t) + ": EV format " + std::to_string(d.id));
+                                               f.at(d.at.line) + ": EV format " + std::to_string(d.id));
   for (const CcDef& d : f.ccs)
     reset_profile<mrc_ctl_cc_profile_attr>(c, d.id, mrc_ctl_modify_cc_profile, mrc_ctl_query_cc_profile,
-                                           rd.at(d.t) + ": CC profile " + std::to_string(d.id));
+                                           f.at(d.at.line) + ": CC profile " + std::to_string(d.id));
 
   for (const FmtDef& d : f.fmts) {
     const std::string what = "EV format " + std::to_string(d.id);
@@ -573,17 +195,16 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
     a.ev_fmt_mode = d.mode;
     refused(mrc_ctl_modify_ev_fmt_profile(c, d.id, &a,
                                           MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE),
-            d.t->get("mode"), what);
+            d.at.key("mode"), what);
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.ev_fmt_op.fmt_fields = widths.data();
     a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
     refused(mrc_ctl_modify_ev_fmt_profile(
                 c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS),
-            d.t->get("widths"), what);
+            d.at.key("widths"), what);
   }
 
   for (const EvDef& d : f.evps) {
-    const toml::table& t = *d.t;
     const std::string what = "EV profile " + std::to_string(d.id);
     const auto store_why = [&] { return why_text(c, EINVAL); };
     std::vector<mrc_ctl_ev_field> fields = d.fields;
@@ -601,7 +222,7 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
     }
     if (int rc = mrc_ctl_modify_ev_profile(c, d.id, &a, mask); rc != 0)
       refused(rc,
-              blame(t, store_why(),
+              blame(d, store_why(),
                     {{"format profile", "format"},
                      {"field", "fields"},
                      {"format", "format"},
@@ -614,7 +235,7 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
               what);
     // EV array operations: a failure names the entry it stopped at.
     const auto ev_op = [&](std::vector<mrc_ctl_ev_op_entry> ops, mrc_ctl_ev_op_type op,
-                           const std::vector<const toml::node*>& nodes, const char* key) {
+                           const std::vector<std::uint32_t>& lines, const char* key) {
       if (ops.empty()) return;
       a = {};
       a.ev_op.op = op;
@@ -625,12 +246,12 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
       std::size_t i = 0;
       std::string rest;
       const std::string why = why_text(c, rc);
-      if (entry_index(why, i, rest) && i < nodes.size())
-        throw CtlError(rd.at(nodes[i]) + ": " + what + ": " + key + ": " + rest, exit_code_of(rc));
-      refused(rc, t.get(key), what + ": " + key);
+      if (entry_index(why, i, rest) && i < lines.size())
+        throw CtlError(f.at(lines[i]) + ": " + what + ": " + key + ": " + rest, exit_code_of(rc));
+      refused(rc, d.at.key(key), what + ": " + key);
     };
-    ev_op(d.evs, MRC_CTL_EV_OP_REPLACE_EV, d.ev_nodes, "evs");
-    ev_op(d.deny, MRC_CTL_EV_OP_MODIFY_EV_STATE, d.deny_nodes, "deny");
+    ev_op(d.evs, MRC_CTL_EV_OP_REPLACE_EV, d.ev_lines, "evs");
+    ev_op(d.deny, MRC_CTL_EV_OP_MODIFY_EV_STATE, d.deny_lines, "deny");
     a = {};
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.ev_min_active = d.min_active;
@@ -640,7 +261,7 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
             MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK);
         rc != 0)
       refused(rc,
-              blame(t, store_why(),
+              blame(d, store_why(),
                     {{"min_active", "min_active"},
                      {"event mask", "event_mask"},
                      {"format profile", "format"},
@@ -651,20 +272,19 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
               what);
     if (d.mode != MRC_CTL_EV_MODE_AUTO)
       if (const std::string w = sport_warning(c, d.id); !w.empty()) {
-        const toml::node* n = d.mode == MRC_CTL_EV_MODE_EXP ? t.get("evs") : t.get("fields");
-        std::fprintf(stderr, "mrc ctl: warning: %s: %s: %s\n", rd.at(n).c_str(), what.c_str(), w.c_str());
+        const std::uint32_t n = d.mode == MRC_CTL_EV_MODE_EXP ? d.at.key("evs") : d.at.key("fields");
+        std::fprintf(stderr, "mrc ctl: warning: %s: %s: %s\n", f.at(n).c_str(), what.c_str(), w.c_str());
       }
   }
 
   for (const CcDef& d : f.ccs) {
-    const toml::table& t = *d.t;
     const std::string what = "CC profile " + std::to_string(d.id);
     mrc_ctl_cc_nscc_cfg cfg = d.cfg;
     mrc_ctl_cc_profile_attr a{};
     a.profile_state = MRC_CTL_PROFILE_OFFLINE;
     a.algorithm = d.algorithm == "none" ? nullptr : d.algorithm.c_str();
     refused(mrc_ctl_modify_cc_profile(c, d.id, &a, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM),
-            t.get("algorithm"), what);
+            d.at.key("algorithm"), what);
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.cc_config = &cfg;
     a.cc_config_len = sizeof(cfg);
@@ -673,8 +293,8 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
         rc != 0) {
       // The NSCC checks start with the setting's name (ProfileStore::nscc_from_ctl).
       const std::string why = why_text(c, rc);
-      const toml::node* n = t.get(why.substr(0, why.find(' ')));
-      refused(rc, n != nullptr ? n : &t, what);
+      const std::string key = why.substr(0, why.find(' '));
+      refused(rc, d.at.keys.count(key) != 0 ? d.at.key(key) : d.at.line, what);
     }
   }
 }
@@ -1193,7 +813,7 @@ int run_ctl() {
       if (g_ports_opt->count() > 0) {
         for (const ConfigFile& f : files)
           if (f.ports_needed > g_ctl.ports)
-            bad_input(f.rd.at(f.port_node) + ": EV profile " + std::to_string(f.port_profile) + ": port " +
+            bad_input(f.at(f.port_line) + ": EV profile " + std::to_string(f.port_profile) + ": port " +
                       std::to_string(f.ports_needed) + " is above --ports " + std::to_string(g_ctl.ports) +
                       " (this file needs --ports " + std::to_string(f.ports_needed) +
                       "; without --ports the offline endpoint has the ports the files name)");
