@@ -2,6 +2,13 @@
 #include "api/profile_toml.hpp"
 
 #include <sys/stat.h>
+// toml++ is the system's compiled library (Debian: libtomlplusplus-dev), as its CMake target says,
+// also where the target's flags are not seen (the fuzz build compiles this file on its own): its
+// parser then stays uninstrumented, like every other library a fuzz target links.
+#ifndef TOML_HEADER_ONLY
+#define TOML_HEADER_ONLY 0
+#define TOML_SHARED_LIB 1
+#endif
 #include <toml++/toml.h>
 
 #include <algorithm>

@@ -1,6 +1,13 @@
 // `mrc sim` scenario files: TOML reading with file:line errors (see scenario.hpp).
 #include "sim/scenario.hpp"
 
+// toml++ is the system's compiled library (Debian: libtomlplusplus-dev), as its CMake target says,
+// also where the target's flags are not seen (the fuzz build compiles this file on its own): its
+// parser then stays uninstrumented, like every other library a fuzz target links.
+#ifndef TOML_HEADER_ONLY
+#define TOML_HEADER_ONLY 0
+#define TOML_SHARED_LIB 1
+#endif
 #include <toml++/toml.h>
 
 #include <cerrno>
@@ -141,7 +148,7 @@ struct TaggedFault {
 };
 
 void parse_faults(const Reader& rd, const toml::table& root, const sim::Topology& topo,
-                  std::vector<TaggedFault>& out) {
+                  std::vector<TaggedFault>& out, std::uint64_t max_faults) {
   const toml::node* fn = rd.node(root, "faults");
   if (fn == nullptr) return;
   const toml::array* fa = fn->as_array();
@@ -155,7 +162,11 @@ void parse_faults(const Reader& rd, const toml::table& root, const sim::Topology
     const std::string set = rd.str(*f, "set", "");
     const auto at = static_cast<Time>(rd.num(*f, "at_us", 0, 0, 1e9) * 1000);
     const std::string fk = rd.str(*f, "kind", "down");
-    auto push = [&](const sim::LinkFault& lf) { out.push_back(TaggedFault{set, lf}); };
+    auto push = [&](const sim::LinkFault& lf) {
+      if (out.size() >= max_faults)
+        rd.fail(f, "more than " + std::to_string(max_faults) + " link faults (the limit)");
+      out.push_back(TaggedFault{set, lf});
+    };
     auto need = [&](const char* key, const std::string& why) {
       if (rd.node(*f, key) == nullptr) rd.fail(f, "fault kind '" + fk + "' needs '" + key + "'" + why);
     };
@@ -257,7 +268,7 @@ std::string default_label(const sim::RunConfig& rc) {
   return o.str();
 }
 
-Scenario parse_scenario(const std::string& text, const std::string& name) {
+Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits) {
   const std::string& path = name;
   toml::table root;
   try {
@@ -286,11 +297,19 @@ Scenario parse_scenario(const std::string& text, const std::string& name) {
   const double rate = rd.num(*t, "rate_gbps", 100, 0.001, 1e5) * 1e9;
   const auto lat = static_cast<Duration>(rd.num(*t, "latency_ns", 1000, 0, 1e9));
   const auto planes = u32(rd.uint(*t, "planes", 1, 1, 32));
+  // The fabric is built below: refuse one above the limit first.
+  const auto check_ports = [&](std::uint64_t hosts) {
+    if (hosts * planes > limits.max_host_ports)
+      rd.fail(t, "topology of " + std::to_string(hosts) + " hosts x " + std::to_string(planes) +
+                     " planes is above the limit of " + std::to_string(limits.max_host_ports) +
+                     " host ports");
+  };
   try {
     if (kind == "fattree") {
       sim::FatTreeConfig c;
       c.k = u32(rd.uint(*t, "k", 8, 2, 128));
       if (c.k % 2 != 0) rd.fail(rd.node(*t, "k"), "'k' must be even");
+      check_ports(std::uint64_t{c.k} * c.k * c.k / 4);
       c.planes = planes;
       c.rate_bps = rate;
       c.latency = lat;
@@ -299,6 +318,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name) {
       sim::ClosConfig c;
       c.radix = u32(rd.uint(*t, "radix", 16, 2, 1024));
       if (c.radix % 2 != 0) rd.fail(rd.node(*t, "radix"), "'radix' must be even");
+      check_ports(std::uint64_t{c.radix} * c.radix / 2);
       c.planes = planes;
       c.rate_bps = rate;
       c.latency = lat;
@@ -352,57 +372,74 @@ Scenario parse_scenario(const std::string& text, const std::string& name) {
   const std::uint64_t bytes = rd.uint(*w, "bytes", 2000000, 1, 1ull << 40);
   const auto hosts = u32(rd.uint(*w, "hosts", sc.topo.hosts, 2, sc.topo.hosts));
   const std::uint64_t wseed = rd.uint(*w, "seed", base.seed, 0, ~0ull);
-  if (wk == "cm") {
-    sc.workload = Workload::kCm;
-    const toml::node* cn = rd.node(*w, "cm");
-    if (cn == nullptr) rd.fail(w, "workload kind 'cm' needs 'cm' = path of an htsim .cm file");
-    std::filesystem::path cp = rd.str(*w, "cm", "");
-    if (cp.is_relative()) cp = std::filesystem::path(path).parent_path() / cp;
-    try {
-      sc.matrix = sim::load_cm(cp.string(), bytes);
-    } catch (const std::exception& e) {
-      rd.fail(cn, e.what());
+  // Connections a generated workload has, checked before it is built.
+  const auto check_conns = [&](std::uint64_t n) {
+    if (n > limits.max_connections)
+      rd.fail(w, "workload '" + wk + "' on " + std::to_string(hosts) + " hosts has " + std::to_string(n) +
+                     " connections, above the limit of " + std::to_string(limits.max_connections));
+  };
+  try {
+    if (wk == "cm") {
+      sc.workload = Workload::kCm;
+      const toml::node* cn = rd.node(*w, "cm");
+      if (cn == nullptr) rd.fail(w, "workload kind 'cm' needs 'cm' = path of an htsim .cm file");
+      if (!limits.read_files) rd.fail(cn, "workload kind 'cm' reads a file, which is not allowed here");
+      std::filesystem::path cp = rd.str(*w, "cm", "");
+      if (cp.is_relative()) cp = std::filesystem::path(path).parent_path() / cp;
+      try {
+        sc.matrix = sim::load_cm(cp.string(), bytes);
+      } catch (const std::exception& e) {
+        rd.fail(cn, e.what());
+      }
+      if (sc.matrix.nodes > sc.topo.hosts)
+        rd.fail(cn, "matrix has " + std::to_string(sc.matrix.nodes) + " nodes, topology " +
+                        std::to_string(sc.topo.hosts) + " hosts");
+    } else if (wk == "permutation") {
+      sc.workload = Workload::kPermutation;
+      check_conns(hosts);
+      sc.matrix = sim::make_permutation(hosts, bytes, wseed);
+    } else if (wk == "incast") {
+      sc.workload = Workload::kIncast;
+      if (hosts < 4) rd.fail(w, "incast needs at least 4 hosts");
+      if (rd.node(*w, "senders") == nullptr && hosts - 2 < 7)
+        rd.fail(w, "incast on " + std::to_string(hosts) + " hosts needs 'senders' (1.." +
+                       std::to_string(hosts - 2) + "; the default, 7, needs 9 hosts)");
+      const auto senders = u32(rd.uint(*w, "senders", 7, 1, hosts - 2));
+      const bool victim = rd.boolean(*w, "victim", true);
+      const std::uint64_t vb = rd.uint(*w, "victim_bytes", bytes, 1, 1ull << 40);
+      const auto vd = u32(rd.uint(*w, "victim_dst", hosts - 1, senders + 1, hosts - 1));
+      sc.matrix = sim::make_incast(hosts, senders, bytes, victim, vb, vd);
+      if (victim) sc.victim = senders;
+    } else if (wk == "all_to_all") {
+      sc.workload = Workload::kAllToAll;
+      check_conns(std::uint64_t{hosts} * (hosts - 1));
+      sc.matrix = sim::make_all_to_all(hosts, bytes);
+    } else if (wk == "ring_allreduce") {
+      sc.workload = Workload::kRing;
+      check_conns(2 * std::uint64_t{hosts} * (hosts - 1));
+      sc.matrix = sim::make_ring_allreduce(hosts, bytes);
+      sc.ring_nodes = hosts;
+      sc.ring_bytes = sc.matrix.conns.front().bytes * hosts;
+    } else if (wk == "ring_exchange") {
+      // One large step of a ring collective: nodes 0, stride, 2 stride, ... < hosts, each sending
+      // `bytes` to the next (stride = hosts per leaf puts one node on each leaf).
+      sc.workload = Workload::kRingExchange;
+      const auto stride = u32(rd.uint(*w, "stride", 1, 1, hosts / 2));
+      const std::uint32_t n = hosts / stride;
+      sc.matrix.nodes = hosts;
+      for (std::uint32_t j = 0; j < n; ++j)
+        sc.matrix.conns.push_back(sim::ConnSpec{j * stride, ((j + 1) % n) * stride, j + 1, 0, bytes});
+    } else {
+      rd.fail(rd.node(*w, "kind"), "workload kind '" + wk +
+                                       "' unknown (cm | permutation | incast | all_to_all | ring_allreduce | "
+                                       "ring_exchange)");
     }
-    if (sc.matrix.nodes > sc.topo.hosts)
-      rd.fail(cn, "matrix has " + std::to_string(sc.matrix.nodes) + " nodes, topology " +
-                      std::to_string(sc.topo.hosts) + " hosts");
-  } else if (wk == "permutation") {
-    sc.workload = Workload::kPermutation;
-    sc.matrix = sim::make_permutation(hosts, bytes, wseed);
-  } else if (wk == "incast") {
-    sc.workload = Workload::kIncast;
-    if (hosts < 4) rd.fail(w, "incast needs at least 4 hosts");
-    const auto senders = u32(rd.uint(*w, "senders", 7, 1, hosts - 2));
-    const bool victim = rd.boolean(*w, "victim", true);
-    const std::uint64_t vb = rd.uint(*w, "victim_bytes", bytes, 1, 1ull << 40);
-    const auto vd = u32(rd.uint(*w, "victim_dst", hosts - 1, senders + 1, hosts - 1));
-    sc.matrix = sim::make_incast(hosts, senders, bytes, victim, vb, vd);
-    if (victim) sc.victim = senders;
-  } else if (wk == "all_to_all") {
-    sc.workload = Workload::kAllToAll;
-    sc.matrix = sim::make_all_to_all(hosts, bytes);
-  } else if (wk == "ring_allreduce") {
-    sc.workload = Workload::kRing;
-    sc.matrix = sim::make_ring_allreduce(hosts, bytes);
-    sc.ring_nodes = hosts;
-    sc.ring_bytes = sc.matrix.conns.front().bytes * hosts;
-  } else if (wk == "ring_exchange") {
-    // One large step of a ring collective: nodes 0, stride, 2 stride, ... < hosts, each sending
-    // `bytes` to the next (stride = hosts per leaf puts one node on each leaf).
-    sc.workload = Workload::kRingExchange;
-    const auto stride = u32(rd.uint(*w, "stride", 1, 1, hosts / 2));
-    const std::uint32_t n = hosts / stride;
-    sc.matrix.nodes = hosts;
-    for (std::uint32_t j = 0; j < n; ++j)
-      sc.matrix.conns.push_back(sim::ConnSpec{j * stride, ((j + 1) % n) * stride, j + 1, 0, bytes});
-  } else {
-    rd.fail(rd.node(*w, "kind"), "workload kind '" + wk +
-                                     "' unknown (cm | permutation | incast | all_to_all | ring_allreduce | "
-                                     "ring_exchange)");
+  } catch (const std::invalid_argument& e) {  // a generator refusing its arguments
+    rd.fail(w, e.what());
   }
 
   std::vector<TaggedFault> faults;
-  parse_faults(rd, root, sc.topo, faults);
+  parse_faults(rd, root, sc.topo, faults, limits.max_faults);
   std::set<std::string> sets;
   for (const TaggedFault& f : faults)
     if (!f.set.empty()) sets.insert(f.set);
@@ -430,6 +467,13 @@ Scenario parse_scenario(const std::string& text, const std::string& name) {
 
   // [[variants]]: each starts from the scenario's transport and applies the untagged faults plus
   // the sets it names.
+  std::uint64_t variant_faults = 0;  // over all variants, at most limits.max_faults
+  const auto add_faults = [&](const toml::node* at, std::uint64_t n) {
+    variant_faults += n;
+    if (variant_faults > limits.max_faults)
+      rd.fail(at, "the variants have more than " + std::to_string(limits.max_faults) +
+                      " link faults in all (the limit)");
+  };
   auto make_variant = [&](const toml::table* v) {
     Variant out;
     out.run = base;
@@ -451,9 +495,13 @@ Scenario parse_scenario(const std::string& text, const std::string& name) {
       }
       if (rd.node(*v, "loss") != nullptr) {
         // Loss on the way out of every NIC: each packet (data and ACK) crosses one lossy hop.
+        add_faults(rd.node(*v, "loss"), sc.topo.host_links.size());
         all_host_loss(sc.topo, rd.num(*v, "loss", 0, 0, 1), sim::LinkDir::kAtoB, out.run.faults);
       }
     }
+    std::uint64_t tagged = 0;
+    for (const TaggedFault& f : faults) tagged += f.set.empty() || use.count(f.set) != 0 ? 1 : 0;
+    add_faults(v != nullptr ? static_cast<const toml::node*>(v) : &root, tagged);
     for (const TaggedFault& f : faults)
       if (f.set.empty() || use.count(f.set) != 0) out.run.faults.push_back(f.f);
     out.label = v != nullptr ? rd.str(*v, "label", default_label(out.run)) : default_label(out.run);
@@ -485,7 +533,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name) {
   return sc;
 }
 
-Scenario load_scenario(const std::string& path) {
+Scenario load_scenario(const std::string& path, const ScenarioLimits& limits) {
   // toml++ reads a directory or an unreadable file as an empty document; say what is wrong instead
   // of "missing [topology]".
   std::error_code ec;
@@ -502,7 +550,7 @@ Scenario load_scenario(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_scenario(text.str(), path);
+  return parse_scenario(text.str(), path, limits);
 }
 
 }  // namespace mrc::sim

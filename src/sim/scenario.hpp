@@ -45,12 +45,21 @@ struct Scenario {
 /// The label of a variant without one ("MRC 128 EV/plane", "RoCE+PFC", ...).
 std::string default_label(const sim::RunConfig& rc);
 
+/// Sizes a scenario may ask for, checked before anything of that size is built. The defaults admit
+/// the largest fabric of scenarios/ (scen6_scale.toml: 131,072 hosts x 8 planes).
+struct ScenarioLimits {
+  std::uint64_t max_host_ports = 131072ull * 8;  ///< hosts x planes of the topology
+  std::uint64_t max_connections = 1ull << 22;    ///< connections of the workload
+  std::uint64_t max_faults = 1ull << 24;         ///< link faults, summed over the variants
+  bool read_files = true;                        ///< a 'cm' workload may read its matrix file
+};
+
 /// Parses the TOML text of a scenario. `name` is the file it came from: errors start with it, the
 /// scenario's default name is its stem, and a 'cm' workload's relative path is taken from its
 /// directory.
-Scenario parse_scenario(const std::string& text, const std::string& name);
+Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits = {});
 
 /// Reads a scenario file (a missing, unreadable or non-regular file is named as such) and parses it.
-Scenario load_scenario(const std::string& path);
+Scenario load_scenario(const std::string& path, const ScenarioLimits& limits = {});
 
 }  // namespace mrc::sim
