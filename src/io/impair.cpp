@@ -15,7 +15,8 @@ bool parse_percent(std::string_view v, double& out) {
   if (!v.empty() && v.back() == '%') v.remove_suffix(1);
   double x = 0;
   const auto r = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || x < 0 || x > 100) return false;
+  // !(x >= 0 && x <= 100) also refuses "nan".
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || !(x >= 0 && x <= 100)) return false;
   out = x / 100.0;
   return true;
 }
@@ -23,7 +24,7 @@ bool parse_percent(std::string_view v, double& out) {
 bool parse_duration(std::string_view v, Duration& out) {
   double x = 0;
   const auto r = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (r.ec != std::errc() || x < 0) return false;
+  if (r.ec != std::errc() || !(x >= 0)) return false;  // also "nan"
   const std::string_view unit(r.ptr, static_cast<std::size_t>(v.data() + v.size() - r.ptr));
   double mult = 1000.0;
   if (unit == "ns") {
@@ -37,7 +38,11 @@ bool parse_duration(std::string_view v, Duration& out) {
   } else {
     return false;
   }
-  out = static_cast<Duration>(x * mult);
+  // At most kMaxImpairDelay: "inf" or 1e30us would not fit a Duration (the cast is undefined), and
+  // now + delay must not wrap.
+  const double ns = x * mult;
+  if (!(ns <= static_cast<double>(kMaxImpairDelay))) return false;
+  out = static_cast<Duration>(ns);
   return true;
 }
 

@@ -38,9 +38,13 @@ struct ImpairConfig {
   bool holds() const { return reorder > 0 || delay > 0 || jitter > 0; }
 };
 
+/// The longest delay, jitter or reorder_delay parse_impair takes: one hour.
+inline constexpr Duration kMaxImpairDelay = 3'600'000'000'000ull;
+
 /// Parses "key=value" items separated by ',' ';' whitespace or newlines ('#' starts a comment).
 /// Keys: drop, dup (duplicate), reorder, trim, trim_lasthop: percent, "5" or "5%";
-/// delay, jitter, reorder_delay: a duration "10us", "2ms", "500ns" (no unit = microseconds);
+/// delay, jitter, reorder_delay: a duration "10us", "2ms", "500ns" (no unit = microseconds), at most
+/// kMaxImpairDelay;
 /// seed, hold_slots: integers. Unknown keys and bad values fail with a message in `err`.
 bool parse_impair(std::string_view spec, ImpairConfig& out, std::string& err);
 /// Reads a small key=value file (same syntax as parse_impair).

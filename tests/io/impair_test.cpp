@@ -59,6 +59,23 @@ TEST(Impair, RejectsBadInputWithMessage) {
   EXPECT_FALSE(c.enabled());  // failed parses leave the config untouched
 }
 
+// fuzz_impair: "delay=22222222222222222222211194us" cast 2.2e28 ns to a Duration (undefined);
+// "inf", "nan" and anything above an hour are refused, as is a "nan" percentage.
+TEST(Impair, RefusesDurationsThatDoNotFitAndNan) {
+  for (const char* bad : {"delay=22222222222222222222211194us", "delay=inf", "jitter=nan",
+                          "reorder_delay=1e300s", "delay=3600.001s", "drop=nan", "dup=nan%", "delay=-nan"}) {
+    ImpairConfig c;
+    std::string err;
+    EXPECT_FALSE(parse_impair(bad, c, err)) << bad;
+    EXPECT_NE(err.find("bad value"), std::string::npos) << bad << ": " << err;
+    EXPECT_EQ(c.delay, 0u) << bad;
+  }
+  ImpairConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_impair("delay=3600s", c, err)) << err;
+  EXPECT_EQ(c.delay, kMaxImpairDelay);
+}
+
 TEST(Impair, LoadsFile) {
   const std::string path = ::testing::TempDir() + "impair_test.conf";
   {
