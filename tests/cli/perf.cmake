@@ -64,6 +64,13 @@ mrc_cli_test(NAME perf_connect_timeout_zero EXIT 2 MATCH "--connect-timeout.*sec
              ARGS perf ${_c} --connect-timeout 0)
 mrc_cli_test(NAME perf_hello_timeout_nan EXIT 2 MATCH "--hello-timeout.*seconds in \\[0.1, 3600\\]"
              ARGS perf --server -p 0 --hello-timeout nan)
+# --max-memory (server): 1 MiB .. 4 GiB, with size suffixes.
+mrc_cli_test(NAME perf_max_memory_zero EXIT 2 MATCH "--max-memory.*\\[1048576, 4294967296\\]"
+             ARGS perf --server -p 0 --max-memory 0)
+mrc_cli_test(NAME perf_max_memory_5gib EXIT 2 MATCH "--max-memory.*\\[1048576, 4294967296\\]"
+             ARGS perf --server -p 0 --max-memory 5GiB)
+mrc_cli_test(NAME perf_max_memory_negative EXIT 2 MATCH "--max-memory" ARGS perf --server -p 0 --max-memory -1)
+mrc_cli_test(NAME perf_max_memory_words EXIT 2 MATCH "--max-memory" ARGS perf --server -p 0 --max-memory lots)
 # Checked locally before connecting, on both sides (no server is started or shut down by them).
 mrc_cli_test(NAME perf_pcap_bad_client EXIT 2 MATCH "--pcap: cannot open '/nonexistent/dir/x.pcap'"
              ARGS perf ${_c} --local 127.1.95.11 --pcap /nonexistent/dir/x.pcap)

@@ -66,6 +66,10 @@ constexpr std::uint32_t kMaxQps = 256;
 constexpr std::uint64_t kMaxRegion = 1ull << 30;       ///< per QP
 constexpr std::uint64_t kMaxRegionTotal = 4ull << 30;  ///< over all QPs, allocated on both sides
 constexpr std::uint64_t kTimedRegion = 256ull << 20;   ///< default per-QP region of a timed run
+/// Server: the most memory a client may have it allocate for its data regions (qps x region), 1 GiB
+/// by default (--max-memory, 1 MiB .. the 4 GiB protocol limit): checked before anything is allocated.
+constexpr std::uint64_t kDefaultMaxMemory = 1ull << 30;
+constexpr std::uint64_t kMinMaxMemory = 1ull << 20;
 
 struct PerfOptions {
   bool server = false;
@@ -106,7 +110,8 @@ struct PerfOptions {
   std::uint16_t udp_port = 4791;  ///< this side's UDP receive port (the peer learns it out of band)
   double connect_timeout = 5;     ///< client: seconds to wait for the server's TCP port
   double hello_timeout = 10;      ///< server: seconds a new connection has to send its hello
-  bool once = false;              ///< server: serve one client, exit with its result
+  std::uint64_t max_memory = kDefaultMaxMemory;  ///< server: data regions of a session, at most
+  bool once = false;                             ///< server: serve one client, exit with its result
 };
 
 PerfOptions g_opt;
@@ -458,40 +463,218 @@ std::string peer_name(int fd) {
   return (a.family == AF_INET6 ? "[" + a.str() + "]" : a.str()) + ":" + std::to_string(port);
 }
 
-/// Tells the peer why the session ends, then closes our side and waits (briefly) for the peer to
-/// close its own, so the message is read before any reset.
-void send_reason(io::OobChannel& ch, const std::string& why) {
-  std::string e;
-  if (!ch.send_error(why, e)) return;
-  ::shutdown(ch.fd(), SHUT_WR);
-  const Time until = io::UdpEndpoint::now() + 2'000'000'000ull;
-  std::uint8_t sink[4096];
-  for (Time t = io::UdpEndpoint::now(); t < until; t = io::UdpEndpoint::now()) {
-    pollfd pfd{ch.fd(), POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>((until - t) / 1'000'000 + 1)) <= 0) continue;
-    if (::recv(ch.fd(), sink, sizeof sink, 0) <= 0) break;
-  }
+std::string size_text(std::uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= (1ull << 10) && b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
 }
 
-/// Waits for a message on `ch` for up to `timeout`, in slices, so a stop signal ends the wait.
-bool wait_readable(io::OobChannel& ch, Duration timeout, std::string& err) {
-  const Time until = io::UdpEndpoint::now() + timeout;
-  for (;;) {
-    if (g_stop != 0) {
-      err = "the server is stopping";
-      return false;
-    }
-    const Time t = io::UdpEndpoint::now();
-    if (t >= until) {
-      err = "no hello within " + CLI::detail::to_string(static_cast<double>(timeout) * 1e-9) +
-            " s (--hello-timeout)";
-      return false;
-    }
-    pollfd pfd{ch.fd(), POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(std::min<Duration>((until - t) / 1'000'000 + 1, 100))) > 0)
-      return true;
-  }
+std::string stop_text() {
+  return std::string("the server was stopped (") + (g_stop == SIGTERM ? "SIGTERM" : "SIGINT") + ")";
 }
+
+constexpr std::size_t kMaxPending = 64;  ///< connections reading their hello at once (then: the oldest goes)
+constexpr std::size_t kMaxClosing = 64;  ///< refused connections whose reason is still being delivered
+constexpr Duration kLinger = 2'000'000'000ull;       ///< for the peer to read a reason and close
+constexpr Duration kSessionSend = 5'000'000'000ull;  ///< a session's client that reads nothing: ended
+
+/// The setup port apart from the connection of the session being served. Every connection is
+/// accepted as it comes and the hellos of all of them are read at once, each against its own total
+/// deadline (--hello-timeout, for the whole message, however it trickles in), so a silent, slow or
+/// malformed peer only ever ends its own connection and the first valid hello is served at once.
+/// While a session runs, every new connection is told at once that the server is busy (none is
+/// queued). Refusals are sent without waiting on any peer: the reason goes out, our side is
+/// half-closed, and the connection is kept (at most 2 s, 64 of them) until the peer closes it, so
+/// the reason is read before any reset.
+class Lobby {
+ public:
+  /// A connection whose first message is a complete value list (possibly a hello).
+  struct Arrival {
+    io::OobChannel ch;
+    std::string who;
+    std::vector<std::uint64_t> values;
+  };
+
+  Lobby(io::OobListener& l, Duration hello_timeout) : l_(l), hello_timeout_(hello_timeout) {}
+
+  /// Up to `timeout` (or a stop signal) for the next connection that completes its first message.
+  std::optional<Arrival> next(Duration timeout) {
+    const Time until = io::UdpEndpoint::now() + timeout;
+    for (;;) {
+      for (std::size_t i = 0; i < pending_.size(); ++i) {
+        if (pending_[i].rd.status() != io::OobFrameReader::Status::kDone) continue;
+        Pending p = std::move(pending_[i]);
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+        std::string err;
+        std::vector<std::uint64_t> v;
+        if (p.rd.is(io::OobType::kValues, err) && io::decode_values_body(p.rd.body(), v, err))
+          return Arrival{std::move(p.ch), std::move(p.who), std::move(v)};
+        drop(std::move(p.ch), p.who, err);
+        --i;
+      }
+      if (g_stop != 0 || io::UdpEndpoint::now() >= until) return std::nullopt;
+      step(until, -1, Mode::kRead, "");
+    }
+  }
+
+  /// A stray connection (not an mrc perf client): said on stderr, counted, and told why.
+  void drop(io::OobChannel ch, const std::string& who, const std::string& why, std::string tell = {}) {
+    std::fprintf(stderr, "mrc perf server: dropped the connection from %s: %s\n", who.c_str(), why.c_str());
+    ++stray_;
+    if (g_stop == 0) close_with(std::move(ch), tell.empty() ? "not an mrc perf client: " + why : tell);
+  }
+
+  /// Sends `why` (never waiting for room), half-closes and keeps the connection until the peer closes.
+  void close_with(io::OobChannel ch, const std::string& why) {
+    std::string e;
+    ch.set_send_timeout(0);
+    if (!ch.valid() || !ch.send_error(why, e)) return;
+    ::shutdown(ch.fd(), SHUT_WR);
+    if (closing_.size() >= kMaxClosing) closing_.erase(closing_.begin());  // the oldest: closed now
+    closing_.push_back({std::move(ch), io::UdpEndpoint::now() + kLinger});
+  }
+
+  /// While a session with `busy_with` runs (never blocks): the connections still reading their hello
+  /// and every new one are told the server is busy; reasons already sent are delivered.
+  void turn_away(const std::string& busy_with) {
+    for (Pending& p : pending_) turn_away_one(std::move(p.ch), p.who, busy_with);
+    pending_.clear();
+    step(io::UdpEndpoint::now(), -1, Mode::kBusy, busy_with);
+  }
+
+  /// Until `fd` is readable (true), `until` or a stop signal (false), turning others away meanwhile.
+  bool wait_readable(int fd, Time until, const std::string& busy_with) {
+    turn_away(busy_with);
+    for (;;) {
+      if (g_stop != 0) return false;
+      if (step(until, fd, Mode::kBusy, busy_with)) return true;
+      if (io::UdpEndpoint::now() >= until) return false;
+    }
+  }
+
+  /// Before the server exits: up to 2 s for the refused peers to read their reason.
+  void finish() {
+    pending_.clear();
+    while (!closing_.empty()) step(io::UdpEndpoint::now() + kLinger, -1, Mode::kNone, "");
+  }
+
+  std::uint64_t stray() const { return stray_; }
+
+ private:
+  enum class Mode { kRead, kBusy, kNone };  ///< what new connections get: a hello read, "busy", nothing
+  struct Pending {
+    io::OobChannel ch;
+    std::string who;
+    Time deadline = 0;
+    io::OobFrameReader rd;
+  };
+  struct Closing {
+    io::OobChannel ch;
+    Time until = 0;
+  };
+
+  void turn_away_one(io::OobChannel ch, const std::string& who, const std::string& busy_with) {
+    std::fprintf(stderr, "mrc perf server: turned away %s: busy with %s\n", who.c_str(), busy_with.c_str());
+    close_with(std::move(ch),
+               "server busy with another client (" + busy_with + "); try again when it is done");
+  }
+
+  /// One poll of the listener, `fd` (if >= 0), the pending and the closing connections, for up to
+  /// `until` (100 ms at most, so a stop signal is seen); then serves what is ready. True if `fd` is
+  /// readable.
+  bool step(Time until, int fd, Mode mode, const std::string& busy_with) {
+    Time now = io::UdpEndpoint::now();
+    Time wake = until;
+    for (const Pending& p : pending_) wake = std::min(wake, p.deadline);
+    for (const Closing& c : closing_) wake = std::min(wake, c.until);
+    std::vector<pollfd> fds;
+    const bool listen = mode != Mode::kNone && now >= accept_pause_;
+    fds.push_back({listen ? l_.fd() : -1, POLLIN, 0});
+    fds.push_back({fd, POLLIN, 0});
+    for (const Pending& p : pending_) fds.push_back({p.ch.fd(), POLLIN, 0});
+    for (const Closing& c : closing_) fds.push_back({c.ch.fd(), POLLIN, 0});
+    const int ms = wake <= now ? 0 : static_cast<int>(std::min<Duration>((wake - now) / 1'000'000 + 1, 100));
+    if (::poll(fds.data(), fds.size(), ms) < 0) {
+      for (pollfd& p : fds) p.revents = 0;
+    }
+    now = io::UdpEndpoint::now();
+    const std::size_t np = pending_.size(), nc = closing_.size();
+    // Refused connections: read what they send until they close (or their time is up).
+    std::uint8_t sink[4096];
+    std::vector<bool> gone(nc, false);
+    for (std::size_t i = 0; i < nc; ++i) {
+      if (fds[2 + np + i].revents != 0) {
+        ssize_t r = 0;
+        while ((r = ::recv(closing_[i].ch.fd(), sink, sizeof sink, MSG_DONTWAIT)) > 0) {
+        }
+        gone[i] = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      }
+      gone[i] = gone[i] || now >= closing_[i].until;
+    }
+    for (std::size_t i = nc; i-- > 0;)
+      if (gone[i]) closing_.erase(closing_.begin() + static_cast<std::ptrdiff_t>(i));
+    // Hellos: whatever has arrived; a bad frame or the end of its time ends a connection.
+    std::vector<bool> dead(np, false);
+    for (std::size_t i = 0; i < np; ++i) {
+      Pending& p = pending_[i];
+      std::string err;
+      if (fds[2 + i].revents != 0 && p.rd.read_from(p.ch.fd(), err) == io::OobFrameReader::Status::kError) {
+        drop(std::move(p.ch), p.who, err);
+        dead[i] = true;
+      } else if (p.rd.status() == io::OobFrameReader::Status::kMore && now >= p.deadline) {
+        std::string got;
+        if (p.rd.received() != 0)
+          got = ": " + std::to_string(p.rd.received()) + " of " + std::to_string(p.rd.expected()) +
+                (p.rd.have_header() ? " bytes of the message" : " header bytes") + " came";
+        drop(std::move(p.ch), p.who,
+             "no hello within " + CLI::detail::to_string(static_cast<double>(hello_timeout_) * 1e-9) +
+                 " s (--hello-timeout)" + got);
+        dead[i] = true;
+      }
+    }
+    for (std::size_t i = np; i-- > 0;)
+      if (dead[i]) pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (listen && fds[0].revents != 0) accept_all(mode, busy_with);
+    return fd >= 0 && fds[1].revents != 0;
+  }
+
+  /// Every connection waiting in the listener's backlog.
+  void accept_all(Mode mode, const std::string& busy_with) {
+    for (std::size_t n = 0; n < kMaxPending; ++n) {
+      std::string err;
+      std::optional<io::OobChannel> ch = l_.accept(0, err);
+      if (!ch) {
+        if (err != "oob: no client connected in time" && err.find("Interrupted") == std::string::npos) {
+          std::fprintf(stderr, "mrc perf server: %s\n", err.c_str());
+          accept_pause_ = io::UdpEndpoint::now() + 100'000'000;  // e.g. out of descriptors: not a busy loop
+        }
+        return;
+      }
+      std::string who = peer_name(ch->fd());
+      if (mode == Mode::kBusy) {
+        turn_away_one(std::move(*ch), who, busy_with);
+        continue;
+      }
+      if (pending_.size() >= kMaxPending) {  // the one that has had the longest makes room
+        Pending old = std::move(pending_.front());
+        pending_.erase(pending_.begin());
+        const std::string why = std::to_string(kMaxPending) +
+                                " connections were waiting for their hello and this one the longest";
+        drop(std::move(old.ch), old.who, why,
+             "server busy: " + why + " (a newer connection took its place); try again");
+      }
+      pending_.push_back({std::move(*ch), std::move(who), io::UdpEndpoint::now() + hello_timeout_, {}});
+    }
+  }
+
+  io::OobListener& l_;
+  Duration hello_timeout_;
+  std::vector<Pending> pending_;
+  std::vector<Closing> closing_;
+  Time accept_pause_ = 0;
+  std::uint64_t stray_ = 0;
+};
 
 std::uint64_t rx_datagrams(const io::UdpEndpoint& ep) {
   std::uint64_t n = 0;
@@ -501,28 +684,34 @@ std::uint64_t rx_datagrams(const io::UdpEndpoint& ep) {
 
 enum class SessionEnd { kCompleted, kFailed, kStray };
 
-/// One client, from its hello to its kDone (or the first error, which the client is told).
-SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptions& o,
-                         const std::vector<io::IpAddr>& local, const std::vector<io::IpAddr>& remote,
-                         const std::string& who) {
+/// One client, from its hello (`vals`, the first message of `ch`) to its kDone (or the first
+/// error, which the client is told). Others are turned away meanwhile (Lobby::turn_away).
+SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std::uint64_t>& vals0,
+                         const PerfOptions& o, const std::vector<io::IpAddr>& local,
+                         const std::vector<io::IpAddr>& remote, const std::string& who) {
   std::string err;
-  std::vector<std::uint64_t> vals;
   Params prm;
   bool hello = false;
-  if (!wait_readable(ch, static_cast<Duration>(o.hello_timeout * 1e9), err) ||
-      !ch.recv_values(vals, kOobTimeout, err) || !prm.decode(vals, hello, err)) {
-    if (hello) {  // an mrc perf client whose parameters this server refuses: it is told why
-      std::fprintf(stderr, "mrc perf server: refused the client at %s: %s\n", who.c_str(), err.c_str());
-      send_reason(ch, "refused the client's parameters: " + err);
-      return SessionEnd::kFailed;
-    }
-    std::fprintf(stderr, "mrc perf server: dropped the connection from %s: %s\n", who.c_str(), err.c_str());
-    if (g_stop == 0) send_reason(ch, "not an mrc perf client: " + err);
+  const auto refuse_params = [&](const std::string& why) {
+    std::fprintf(stderr, "mrc perf server: refused the client at %s: %s\n", who.c_str(), why.c_str());
+    lobby.close_with(std::move(ch), "refused the client's parameters: " + why);
+    return SessionEnd::kFailed;
+  };
+  if (!prm.decode(vals0, hello, err)) {
+    if (hello) return refuse_params(err);  // an mrc perf client whose parameters are refused: told why
+    lobby.drop(std::move(ch), who, err);
     return SessionEnd::kStray;
   }
+  // Nothing is allocated for a client before its request fits this server's limit.
+  if (const std::uint64_t need = std::uint64_t{prm.qps} * prm.region; need > o.max_memory)
+    return refuse_params("qps (-q) " + std::to_string(prm.qps) + " x region per QP (--window) " +
+                         size_text(prm.region) + " = " + size_text(need) +
+                         " of memory, more than this server's limit of " + size_text(o.max_memory) +
+                         " (--max-memory); use fewer QPs or a smaller --window (or -s), or give the server a "
+                         "larger --max-memory");
   const auto refuse = [&](const std::string& why) {
     std::fprintf(stderr, "mrc perf server: session with %s failed: %s\n", who.c_str(), why.c_str());
-    send_reason(ch, why);
+    lobby.close_with(std::move(ch), why);
     return SessionEnd::kFailed;
   };
   if (local.size() != prm.planes)
@@ -530,12 +719,31 @@ SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptio
                   std::to_string(local.size()) + " (its --local); give both sides the same number of planes");
   if (std::uint32_t pmtu = prm.pmtu; !choose_pmtu(local, pmtu, err))
     return refuse("the client's --pmtu " + std::to_string(prm.pmtu) + " does not fit here: " + err);
+  lobby.turn_away(who);               // from now on, this client's session
+  ch.set_send_timeout(kSessionSend);  // a client that reads nothing ends its session, not the server
   Session s;
   if (!open_session(s, o, prm, local, err)) return refuse(err);
   std::vector<io::ConnInfo> mine, theirs(prm.qps);
   for (std::uint32_t q = 0; q < prm.qps; ++q) mine.push_back(local_info(s, q, local));
+  // The client's messages, read without blocking: others are answered while they trickle in.
+  io::OobFrameReader rd;
+  const Time setup_until = io::UdpEndpoint::now() + kOobTimeout;  // for the whole setup
+  const auto recv_setup = [&](io::OobType want) {
+    rd.reset();
+    for (;;) {
+      const io::OobFrameReader::Status st = rd.read_from(ch.fd(), err);
+      if (st == io::OobFrameReader::Status::kError) return false;
+      if (st == io::OobFrameReader::Status::kDone) return rd.is(want, err);
+      if (!lobby.wait_readable(ch.fd(), setup_until, who)) {
+        err = g_stop != 0 ? stop_text()
+                          : "the client did not complete its setup within " +
+                                std::to_string(kOobTimeout / 1'000'000'000) + " s";
+        return false;
+      }
+    }
+  };
   for (std::uint32_t q = 0; q < prm.qps; ++q) {
-    if (!ch.recv_conn_info(theirs[q], kOobTimeout, err) ||
+    if (!recv_setup(io::OobType::kConnInfo) || !io::decode_conn_info_body(rd.body(), theirs[q], err) ||
         ((theirs[q].auth || o.auth) && !add_auth_key(mine[q], err)) || !ch.send_conn_info(mine[q], err))
       return refuse(err);
   }
@@ -554,6 +762,8 @@ SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptio
   std::uint64_t pongs = 0, recvs = 0, verified = 0;
   std::uint64_t rx_seen = 0;
   Time last_activity = io::UdpEndpoint::now();
+  std::vector<std::uint64_t> vals;
+  rd.reset();
   for (std::uint64_t spin = 0;; ++spin) {
     if (!o.progress_thread) s.progress();
     engine::Completion c;
@@ -578,38 +788,34 @@ SessionEnd serve_session(io::OobListener& l, io::OobChannel& ch, const PerfOptio
     const Time now = io::UdpEndpoint::now();
     if (g_stop != 0) {
       stop_thread();
-      return refuse(std::string("the server was stopped (") + (g_stop == SIGTERM ? "SIGTERM" : "SIGINT") +
-                    ")");
+      return refuse(stop_text());
     }
     // Another client while this one runs: told to come back later, not queued in silence.
-    if (auto other = l.accept(0, err)) {
-      const std::string them = peer_name(other->fd());
-      std::fprintf(stderr, "mrc perf server: turned away %s: busy with %s\n", them.c_str(), who.c_str());
-      std::string e;
-      std::uint8_t sink[4096];  // its hello, read so that closing does not reset the connection
-      while (::recv(other->fd(), sink, sizeof sink, MSG_DONTWAIT) > 0) {
-      }
-      other->send_error("server busy with another client (" + who + "); try again when it is done", e);
-      ::shutdown(other->fd(), SHUT_WR);
-    }
+    lobby.turn_away(who);
     if (const std::uint64_t rx = rx_datagrams(*s.ep); rx != rx_seen) {
       rx_seen = rx;
       last_activity = now;
     }
-    pollfd pfd{ch.fd(), POLLIN, 0};
-    if (::poll(&pfd, 1, 0) <= 0) {
+    const std::size_t had = rd.received();
+    const io::OobFrameReader::Status st = rd.read_from(ch.fd(), err);
+    if (rd.received() != had) last_activity = now;
+    if (st == io::OobFrameReader::Status::kMore) {
       if (now - last_activity > kSessionIdle) {
         stop_thread();
         return refuse("nothing from the client for 60 s (no datagram, no control message)");
       }
       continue;
     }
-    last_activity = now;
-    if (!ch.recv_values(vals, kOobTimeout, err)) {
+    if (st == io::OobFrameReader::Status::kError) {
       stop_thread();
       return refuse(err == "oob: peer closed the connection" ? "the client went away (closed its connection)"
                                                              : err);
     }
+    if (!rd.is(io::OobType::kValues, err) || !io::decode_values_body(rd.body(), vals, err)) {
+      stop_thread();
+      return refuse(err);
+    }
+    rd.reset();
     const bool verify =
         vals.size() == 2 + prm.qps && vals[0] == kVerify &&
         std::all_of(vals.begin() + 2, vals.end(), [&](std::uint64_t b) { return b <= s.region; });
@@ -678,31 +884,23 @@ int run_server(const PerfOptions& o, const std::vector<io::IpAddr>& local,
     std::printf("mrc perf server: waiting on %s:%u (UDP port %u)%s\n", o.bind.c_str(), l.port(), o.udp_port,
                 o.once ? ", one client" : "; Ctrl-C ends it");
   std::fflush(stdout);
-  std::uint64_t done = 0, failed = 0, stray = 0;
-  int last = 0;
+  std::uint64_t done = 0, failed = 0;
+  Lobby lobby(l, static_cast<Duration>(o.hello_timeout * 1e9));
   while (g_stop == 0) {
-    auto ch = l.accept(200'000'000, err);
-    if (!ch) {
-      if (g_stop == 0 && err != "oob: no client connected in time" &&
-          err.find("Interrupted") == std::string::npos) {
-        std::fprintf(stderr, "mrc perf server: %s\n", err.c_str());
-        ::poll(nullptr, 0, 100);
-      }
-      continue;
-    }
-    const std::string who = peer_name(ch->fd());
-    const SessionEnd end = serve_session(l, *ch, o, local, remote, who);
-    ch.reset();  // closed before the next client is taken
-    if (end == SessionEnd::kStray) {
-      ++stray;
-      continue;
-    }
+    std::optional<Lobby::Arrival> a = lobby.next(200'000'000);
+    if (!a) continue;
+    const SessionEnd end = serve_session(lobby, std::move(a->ch), a->values, o, local, remote, a->who);
+    if (end == SessionEnd::kStray) continue;  // counted by the lobby
     ++(end == SessionEnd::kCompleted ? done : failed);
-    last = end == SessionEnd::kCompleted ? 0 : 1;
-    if (o.once) return last;
+    if (o.once) {
+      lobby.finish();
+      return end == SessionEnd::kCompleted ? 0 : 1;
+    }
     if (!o.json && g_stop == 0) std::printf("mrc perf server: waiting for the next client\n");
     std::fflush(stdout);
   }
+  lobby.finish();
+  const std::uint64_t stray = lobby.stray();
   const char* sig = g_stop == SIGTERM ? "SIGTERM" : "SIGINT";
   if (o.json) {
     nlohmann::json j;
@@ -721,7 +919,6 @@ int run_server(const PerfOptions& o, const std::vector<io::IpAddr>& local,
         static_cast<unsigned long long>(failed), static_cast<unsigned long long>(stray));
   }
   std::fflush(stdout);
-  (void)last;
   return failed == 0 ? 0 : 1;
 }
 
@@ -1018,13 +1215,6 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-std::string size_text(std::uint64_t b) {
-  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
-  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
-  if (b >= (1ull << 10) && b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
-  return std::to_string(b) + " B";
-}
-
 /// What the client runs, worked out (and checked) before it connects.
 struct ClientPlan {
   std::vector<std::uint64_t> sizes;
@@ -1298,6 +1488,13 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->add_option("--hello-timeout", o.hello_timeout,
                 "Server: seconds a new connection has to send its hello before it is dropped")
       ->check(real_range(0.1, 3600, "seconds"))
+      ->capture_default_str();
+  c->add_option("--max-memory", o.max_memory,
+                "Server: most memory a client may have this server allocate for its data regions (QPs x "
+                "region per QP), 1 MiB .. 4 GiB (suffixes KiB, MiB, GiB); larger requests are refused "
+                "before anything is allocated")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(uint_range(kMinMaxMemory, kMaxRegionTotal))
       ->capture_default_str();
   c->add_option("--local", o.local, "Local plane addresses, one per plane (comma separated)")->delimiter(',');
   c->add_option("--remote", o.remote, "Peer plane addresses (default: what the peer announces)")
