@@ -68,23 +68,57 @@ std::uint64_t uint_of(const json& v, const char* key, std::uint64_t max) {
 
 }  // namespace
 
-json parse_request(const std::string& text) {
+namespace {
+
+/// A counting pass over the request (SAX: nothing is built), stopped at the first limit it passes.
+struct LimitCheck {
+  int depth = 0;
   std::uint32_t containers = 0, values = 0;
-  // Counted while parsing, so an over-limit request stops before its parsed form is built.
-  const json::parser_callback_t limit = [&](int depth, json::parse_event_t ev, json&) {
-    if (depth > kCtlMaxDepth)
-      throw std::length_error("request nests deeper than " + std::to_string(kCtlMaxDepth) + " levels");
-    if (ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) {
-      if (++containers > kCtlMaxContainers)
-        throw std::length_error("request has more than " + std::to_string(kCtlMaxContainers) +
-                                " arrays and objects");
-    } else if (ev == json::parse_event_t::value || ev == json::parse_event_t::key) {
-      if (++values > kCtlMaxValues)
-        throw std::length_error("request has more than " + std::to_string(kCtlMaxValues) + " values");
+  std::string over;  ///< the limit passed, if any
+
+  bool value() {
+    if (++values <= kCtlMaxValues) return true;
+    over = "request has more than " + std::to_string(kCtlMaxValues) + " values";
+    return false;
+  }
+  bool open() {
+    if (++depth > kCtlMaxDepth) {
+      over = "request nests deeper than " + std::to_string(kCtlMaxDepth) + " levels";
+      return false;
     }
+    if (++containers > kCtlMaxContainers) {
+      over = "request has more than " + std::to_string(kCtlMaxContainers) + " arrays and objects";
+      return false;
+    }
+    return value();
+  }
+  bool close() {
+    --depth;
     return true;
-  };
-  return json::parse(text, limit);
+  }
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(json::number_integer_t) { return value(); }
+  bool number_unsigned(json::number_unsigned_t) { return value(); }
+  bool number_float(json::number_float_t, const json::string_t&) { return value(); }
+  bool string(json::string_t&) { return value(); }
+  bool binary(json::binary_t&) { return value(); }
+  bool start_object(std::size_t) { return open(); }
+  bool key(json::string_t&) { return value(); }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) { return false; }
+};
+
+}  // namespace
+
+json parse_request(const std::string& text) {
+  // Counted before the parsed form is built, so an over-limit request never gets one. A syntax
+  // error also stops this pass; the real parse below then reports it.
+  LimitCheck check;
+  if (!json::sax_parse(text, &check) && !check.over.empty()) throw std::length_error(check.over);
+  return json::parse(text);
 }
 
 std::uint64_t json_uint(const json& obj, const char* key, std::uint64_t max) {

@@ -22,8 +22,9 @@ namespace mrc::api {
 /// each (all 32-byte EVs, every number at its maximum): 14.0 MB. 16 MiB leaves room for the rest.
 inline constexpr std::uint32_t kCtlMaxMessage = 16u << 20;
 /// A request may nest at most this deep (legitimate ones: 3), have at most this many arrays and
-/// objects (legitimate: one per EV entry, 65,536) and at most this many values in all (legitimate:
-/// 7 per EV entry, 458,752): the parsed form of a message stays within ~50 MB whatever it holds.
+/// objects (legitimate: one per EV entry, 65,536) and at most this many values, keys, arrays and
+/// objects in all (legitimate: 13 per EV entry, 851,968). Checked by a pass that builds nothing,
+/// so the parsed form of any accepted message stays under ~60 MB.
 inline constexpr int kCtlMaxDepth = 16;
 inline constexpr std::uint32_t kCtlMaxContainers = 1u << 17;
 inline constexpr std::uint32_t kCtlMaxValues = 1u << 20;

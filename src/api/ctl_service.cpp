@@ -379,7 +379,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
     } else if (op == "modify_ev_fmt") {
       EvFmtModify m;
       m.mask = json_get<std::uint32_t>(in, "mask");
-      m.state = static_cast<mrc_ctl_profile_state>(json_get<std::uint32_t>(in, "state"));
+      m.state = json_state(in, m.mask & MRC_CTL_EV_FMT_PROFILE_STATE);
       m.mode = json_get<std::uint32_t>(in, "mode");
       for (const std::uint64_t w : json_uint_array(in, "widths", UINT32_MAX))
         m.widths.push_back(static_cast<std::uint32_t>(w));
