@@ -246,6 +246,7 @@ ProfileFile parse_profiles(const std::string& text, const std::string& name) {
   };
 
   std::map<std::uint64_t, const toml::node*> seen;
+  std::uint64_t listed_evs = 0;  // over every EV profile of the file, at most kMaxListedEvs
   for (const toml::table* t : fmt_tables) {
     FmtDef d;
     d.at = lines_of(*t);
@@ -324,6 +325,10 @@ ProfileFile parse_profiles(const std::string& text, const std::string& name) {
         const EvBytes ev = rd.ev(e, "ev", ein);
         const std::uint8_t port = port_of(e, ein);
         const auto copies = rd.uint(e, "copies", 1, kMaxCopies, ein, 1);
+        listed_evs += copies;
+        if (listed_evs > kMaxListedEvs)
+          rd.fail(&x, "the 'evs' entries list more than " + std::to_string(kMaxListedEvs) +
+                          " EVs (copies included), more than a profile store holds");
         mrc_ctl_ev_op_entry op{};
         op.ev_new = make_ev(ev, port);
         op.state = MRC_CTL_EV_GOOD;

@@ -68,6 +68,10 @@ struct ProfileFile {
   std::string at(std::uint32_t line) const { return line > 0 ? file + ":" + std::to_string(line) : file; }
 };
 
+/// At most this many EVs (copies included) listed by the 'evs' entries of one file: the most a
+/// profile store holds (StoreLimits::max_evs); more is refused before it is built.
+inline constexpr std::uint64_t kMaxListedEvs = 1u << 20;
+
 /// Checks the TOML text of a profile file; `name` (the file) starts every message.
 ProfileFile parse_profiles(const std::string& text, const std::string& name);
 
