@@ -1,6 +1,7 @@
 #include "sim/cm.hpp"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <numeric>
@@ -115,6 +116,15 @@ ConnMatrix parse_cm(std::istream& in, std::uint64_t default_bytes, const std::st
 }
 
 ConnMatrix load_cm(const std::string& path, std::uint64_t default_bytes) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    // The shipped scenarios name htsim's seeded permutations, which are generated, not shipped.
+    const bool generated = std::filesystem::path(path).filename().string().rfind("perm_", 0) == 0;
+    throw CmError(cat(
+        {path, ": no such file",
+         generated ? " (generate it: python3 tools/cm/gen_permutation.py; see scenarios/README.md)" : ""}));
+  }
+  if (std::filesystem::is_directory(path, ec)) throw CmError(cat({path, ": is a directory"}));
   std::ifstream f(path);
   if (!f) throw CmError(cat({path, ": cannot open"}));
   return parse_cm(f, default_bytes, path);

@@ -20,3 +20,6 @@ mrc_cli_test(NAME demo_small_ok EXIT 0 MATCH "verify: OK" ARGS demo --size 256Ki
 mrc_cli_test(NAME sim_directory EXIT 2 MATCH "scenarios: is a directory" ARGS sim ${PROJECT_SOURCE_DIR}/scenarios)
 mrc_cli_test(NAME sim_missing_file EXIT 2 MATCH "no-such-scenario.toml: no such file" ARGS sim no-such-scenario.toml)
 mrc_cli_test(NAME sim_not_regular EXIT 2 MATCH "/dev/null: not a regular file" ARGS sim /dev/null)
+mrc_cli_test(NAME sim_missing_cm EXIT 2
+             MATCH "missing_cm.toml:8: .*perm_not_generated.cm: no such file \\(generate it: python3 tools/cm/gen_permutation.py"
+             ARGS sim ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/missing_cm.toml)
