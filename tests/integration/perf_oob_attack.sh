@@ -39,7 +39,8 @@ start_server() {
   PIDS+=("$SRV_PID")
   wait_for "$WORK/$name.out" 'waiting on' "$SRV_PID"
   PORT=$(sed -n 's/.*waiting on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/$name.out")
-  MRC_PID=$(cat "/proc/$SRV_PID/task/$SRV_PID/children" | tr -d ' ')
+  MRC_PID=$(tr -d ' ' <"/proc/$SRV_PID/task/$SRV_PID/children" 2>/dev/null || true)
+  [[ -n $MRC_PID ]] || MRC_PID=$(ps -o pid= --ppid "$SRV_PID" | tr -d ' ')  # without CONFIG_PROC_CHILDREN
   [[ -n $PORT && -n $MRC_PID ]] || fail "perf server printed no port"
 }
 alive() { kill -0 "$SRV_PID" 2>/dev/null || fail "the server ended after: $1"; }
