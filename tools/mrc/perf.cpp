@@ -605,10 +605,10 @@ class Lobby {
     std::vector<bool> gone(nc, false);
     for (std::size_t i = 0; i < nc; ++i) {
       if (fds[2 + np + i].revents != 0) {
-        ssize_t r = 0;
-        while ((r = ::recv(closing_[i].ch.fd(), sink, sizeof sink, MSG_DONTWAIT)) > 0) {
-        }
-        gone[i] = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        ssize_t r = 1;  // at most 64 KiB a step: a peer that keeps sending cannot hold the loop
+        for (int k = 0; k < 16 && r > 0; ++k)
+          r = ::recv(closing_[i].ch.fd(), sink, sizeof sink, MSG_DONTWAIT);
+        gone[i] = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
       }
       gone[i] = gone[i] || now >= closing_[i].until;
     }
