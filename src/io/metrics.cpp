@@ -36,6 +36,18 @@ namespace {
   X(bytes_acked, "payload bytes acknowledged")                                            \
   X(bytes_placed, "payload bytes placed in memory")
 
+#define MRC_ENDPOINT_COUNTERS(X)                                                      \
+  X(rx_bad_packet, "packets that failed to decode or their ICRC")                     \
+  X(rx_unknown_qp, "packets for a QP that does not exist or is not connected")        \
+  X(rx_wrong_peer, "packets for a QP from an address other than its peer's")          \
+  X(rx_bad_pkey, "packets with a partition key that does not match")                  \
+  X(tx_encode_errors, "packets the codec refused (must stay 0)")                      \
+  X(rx_auth_failed, "packets refused for a missing or wrong MAC")                     \
+  X(rx_ep_refused, "endpoint packets refused (unknown source, bad port mask, MAC)")   \
+  X(port_status_corrected, "port-status updates overridden by the peer's own answer") \
+  X(ep_tx_dropped, "endpoint packets not queued: the endpoint queue was full")        \
+  X(events_dropped, "events dropped because nobody drained the queue")
+
 #define MRC_PLANE_COUNTERS(X)                                 \
   X(tx_packets, "UDP datagrams sent")                         \
   X(tx_bytes, "UDP payload bytes sent")                       \
@@ -102,10 +114,12 @@ nlohmann::json metrics_json(const UdpEndpoint& ep) {
   nlohmann::json j;
   const engine::Endpoint& e = ep.engine();
   const engine::EndpointCounters& ec = e.counters();
-  j["endpoint"] = {{"rx_bad_packet", ec.rx_bad_packet},       {"rx_unknown_qp", ec.rx_unknown_qp},
-                   {"rx_wrong_peer", ec.rx_wrong_peer},       {"rx_bad_pkey", ec.rx_bad_pkey},
-                   {"tx_encode_errors", ec.tx_encode_errors}, {"commands_refused", ep.commands_refused()},
-                   {"rx_auth_failed", ec.rx_auth_failed}};
+  nlohmann::json epj;
+#define X(n, h) epj[#n] = ec.n;
+  MRC_ENDPOINT_COUNTERS(X)
+#undef X
+  epj["commands_refused"] = ep.commands_refused();
+  j["endpoint"] = epj;
   nlohmann::json planes = nlohmann::json::array();
   for (std::size_t i = 0; i < ep.plane_counters().size(); ++i) {
     const PlaneCounters& pc = ep.plane_counters()[i];
@@ -168,15 +182,11 @@ std::string metrics_prometheus(const UdpEndpoint& ep, const std::string& labels)
   p.labels = labels;
   const engine::Endpoint& e = ep.engine();
   const engine::EndpointCounters& ec = e.counters();
-  const std::pair<const char*, std::uint64_t> epc[] = {
-      {"rx_bad_packet", ec.rx_bad_packet},       {"rx_unknown_qp", ec.rx_unknown_qp},
-      {"rx_wrong_peer", ec.rx_wrong_peer},       {"rx_bad_pkey", ec.rx_bad_pkey},
-      {"tx_encode_errors", ec.tx_encode_errors}, {"rx_auth_failed", ec.rx_auth_failed}};
-  for (const auto& [n, v] : epc) {
-    const std::string name = std::string("mrc_endpoint_") + n + "_total";
-    p.header(name, "endpoint counter", "counter");
-    p.sample(name, "", v);
-  }
+#define X(n, h)                                        \
+  p.header("mrc_endpoint_" #n "_total", h, "counter"); \
+  p.sample("mrc_endpoint_" #n "_total", "", ec.n);
+  MRC_ENDPOINT_COUNTERS(X)
+#undef X
   const auto& planes = ep.plane_counters();
 #define X(n, h)                                                           \
   {                                                                       \

@@ -880,9 +880,10 @@ int run_server(const PerfOptions& o, const std::vector<io::IpAddr>& local,
   ::sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  if (!o.json)
-    std::printf("mrc perf server: waiting on %s:%u (UDP port %u)%s\n", o.bind.c_str(), l.port(), o.udp_port,
-                o.once ? ", one client" : "; Ctrl-C ends it");
+  // With --json, stdout carries only the JSON reports: the address goes to stderr, so a script can
+  // still find a server started on a free port (-p 0).
+  std::fprintf(o.json ? stderr : stdout, "mrc perf server: waiting on %s:%u (UDP port %u)%s\n",
+               o.bind.c_str(), l.port(), o.udp_port, o.once ? ", one client" : "; Ctrl-C ends it");
   std::fflush(stdout);
   std::uint64_t done = 0, failed = 0;
   Lobby lobby(l, static_cast<Duration>(o.hello_timeout * 1e9));

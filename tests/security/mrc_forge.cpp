@@ -1,0 +1,249 @@
+// mrc_forge: a blind attacker for the attack tests (tests/security/). It knows the addresses and
+// the software but no secret: it sweeps QPNs from 0x10 and PSNs in steps, and builds every packet
+// with the project's own encoder (so the tests follow the wire format wherever it goes).
+//
+//   mrc_forge --mode write|nak|unexp|port-status --to ADDR[:PORT][,ADDR[:PORT]...] --from ADDR
+//             [--spoof] [--qpn LO-HI] [--psn-step N] [--mask M] [--repeat N] [--max N]
+//
+// write        WRITE_ONLY with a wrong rkey at every PSN step (the responder NAKs the real peer)
+// nak          AETH NAK "remote access error" at every PSN step, straight to a requester
+// unexp        NACK UNEXP_EVENT at every PSN step
+// port-status  endpoint port-status updates with port mask M
+// Without --spoof the datagrams leave from a UDP socket bound to --from (on loopback any 127.x
+// address is local, so that is the peer's own address); with --spoof, from a raw IPv4 socket that
+// writes --from into the IP header (root), for an attacker on another host.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/psn.hpp"
+#include "common/rng.hpp"
+#include "wire/packet.hpp"
+
+using namespace mrc;
+
+namespace {
+
+struct Options {
+  std::string mode;
+  std::vector<sockaddr_in> to;
+  in_addr from{};
+  bool spoof = false;
+  std::uint32_t qpn_lo = 0x10, qpn_hi = 0x18;
+  std::uint32_t psn_step = 1024;
+  std::uint32_t mask = 0;
+  std::uint32_t repeat = 1;
+  std::uint64_t max = 2'000'000;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr, "mrc_forge: %s\n(see the comment at the top of tests/security/mrc_forge.cpp)\n", why);
+  std::exit(2);
+}
+
+std::uint64_t number(const char* s, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 0);
+  if (errno != 0 || end == s || *end != '\0') usage(what);
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto val = [&]() -> const char* {
+      if (i + 1 >= argc) usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--mode") {
+      o.mode = val();
+    } else if (a == "--to") {
+      std::string list = val();
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t end = std::min(list.find(',', at), list.size());
+        std::string item = list.substr(at, end - at);
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(wire::kRoceUdpPort);
+        if (const auto colon = item.find(':'); colon != std::string::npos) {
+          sa.sin_port = htons(static_cast<std::uint16_t>(number(item.c_str() + colon + 1, "bad port")));
+          item.resize(colon);
+        }
+        if (::inet_pton(AF_INET, item.c_str(), &sa.sin_addr) != 1) usage("--to takes IPv4 addresses");
+        o.to.push_back(sa);
+        at = end + 1;
+      }
+    } else if (a == "--from") {
+      if (::inet_pton(AF_INET, val(), &o.from) != 1) usage("--from takes an IPv4 address");
+    } else if (a == "--spoof") {
+      o.spoof = true;
+    } else if (a == "--qpn") {
+      const std::string r = val();
+      const auto dash = r.find('-');
+      if (dash == std::string::npos) usage("--qpn takes LO-HI");
+      o.qpn_lo = static_cast<std::uint32_t>(number(r.substr(0, dash).c_str(), "bad --qpn"));
+      o.qpn_hi = static_cast<std::uint32_t>(number(r.substr(dash + 1).c_str(), "bad --qpn"));
+    } else if (a == "--psn-step") {
+      o.psn_step = static_cast<std::uint32_t>(number(val(), "bad --psn-step"));
+    } else if (a == "--mask") {
+      o.mask = static_cast<std::uint32_t>(number(val(), "bad --mask"));
+    } else if (a == "--repeat") {
+      o.repeat = static_cast<std::uint32_t>(number(val(), "bad --repeat"));
+    } else if (a == "--max") {
+      o.max = number(val(), "bad --max");
+    } else {
+      usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (o.to.empty() || o.from.s_addr == 0) usage("--to and --from are required");
+  if (o.psn_step == 0 || o.qpn_hi < o.qpn_lo) usage("bad --psn-step or --qpn");
+  if (o.mode != "write" && o.mode != "nak" && o.mode != "unexp" && o.mode != "port-status")
+    usage("bad --mode");
+  return o;
+}
+
+/// The Internet checksum of the UDP pseudo-header, header and payload (IPv4).
+std::uint16_t udp_checksum(in_addr src, in_addr dst, const std::uint8_t* udp, std::size_t len) {
+  std::uint64_t sum = 0;
+  auto add = [&](const std::uint8_t* p, std::size_t n) {
+    for (std::size_t i = 0; i + 1 < n; i += 2) sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+    if (n & 1) sum += static_cast<std::uint32_t>(p[n - 1] << 8);
+  };
+  add(reinterpret_cast<const std::uint8_t*>(&src), 4);
+  add(reinterpret_cast<const std::uint8_t*>(&dst), 4);
+  sum += IPPROTO_UDP + len;
+  add(udp, len);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  const auto c = static_cast<std::uint16_t>(~sum);
+  return c == 0 ? 0xFFFF : c;
+}
+
+class Sender {
+ public:
+  explicit Sender(const Options& o) : o_(o) {
+    fd_ = o.spoof ? ::socket(AF_INET, SOCK_RAW, IPPROTO_RAW) : ::socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd_ < 0) {
+      std::perror("mrc_forge: socket");
+      std::exit(1);
+    }
+    if (!o.spoof) {
+      sockaddr_in me{};
+      me.sin_family = AF_INET;
+      me.sin_addr = o.from;
+      if (::bind(fd_, reinterpret_cast<const sockaddr*>(&me), sizeof me) != 0) {
+        std::perror("mrc_forge: bind --from");
+        std::exit(1);
+      }
+    }
+  }
+  ~Sender() { ::close(fd_); }
+  void send(const std::vector<std::uint8_t>& pkt, const sockaddr_in& to) {
+    if (!o_.spoof) {
+      if (::sendto(fd_, pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0)
+        ++errors_;
+      return;
+    }
+    std::vector<std::uint8_t> d(sizeof(iphdr) + sizeof(udphdr) + pkt.size());
+    auto* ip = reinterpret_cast<iphdr*>(d.data());
+    ip->version = 4;
+    ip->ihl = 5;
+    ip->ttl = 64;
+    ip->protocol = IPPROTO_UDP;
+    ip->tot_len = htons(static_cast<std::uint16_t>(d.size()));
+    ip->saddr = o_.from.s_addr;
+    ip->daddr = to.sin_addr.s_addr;  // the kernel fills the id and the header checksum
+    auto* u = reinterpret_cast<udphdr*>(d.data() + sizeof(iphdr));
+    u->source = htons(static_cast<std::uint16_t>(49152 + (sent_ & 0x3FFF)));
+    u->dest = to.sin_port;
+    u->len = htons(static_cast<std::uint16_t>(sizeof(udphdr) + pkt.size()));
+    std::memcpy(d.data() + sizeof(iphdr) + sizeof(udphdr), pkt.data(), pkt.size());
+    u->check =
+        htons(udp_checksum(o_.from, to.sin_addr, d.data() + sizeof(iphdr), sizeof(udphdr) + pkt.size()));
+    if (::sendto(fd_, d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0)
+      ++errors_;
+  }
+  std::uint64_t sent_ = 0, errors_ = 0;
+
+ private:
+  const Options& o_;
+  int fd_ = -1;
+};
+
+std::vector<std::uint8_t> encode(const wire::Packet& p) {
+  std::vector<std::uint8_t> b(wire::kMaxHeaderSize + p.payload.size() + 8);
+  wire::Error err = wire::Error::kOk;
+  const std::size_t n = wire::encode(p, b, &err);
+  if (n == 0) {
+    std::fprintf(stderr, "mrc_forge: the encoder refused a packet: %s\n", wire::to_string(err));
+    std::exit(1);
+  }
+  b.resize(n);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  Sender s(o);
+  Rng rng(0xF0F0 ^ o.psn_step);
+  static const std::uint8_t junk[64] = {};
+  for (std::uint32_t rep = 0; rep < o.repeat && s.sent_ < o.max; ++rep) {
+    if (o.mode == "port-status") {
+      wire::Packet p;
+      p.bth.opcode = wire::Opcode::kEndpointRequest;
+      p.bth.dest_qp = wire::kEpQpn;
+      p.erth.op = wire::EpOp::kPortStatusUpdate;
+      p.erth.port_status_mask = o.mask;
+      const auto bytes = encode(p);
+      for (const sockaddr_in& t : o.to) {
+        s.send(bytes, t);
+        ++s.sent_;
+      }
+      continue;
+    }
+    for (std::uint32_t qpn = o.qpn_lo; qpn <= o.qpn_hi && s.sent_ < o.max; ++qpn) {
+      for (std::uint64_t psn = rep % o.psn_step; psn <= kPsnMask && s.sent_ < o.max; psn += o.psn_step) {
+        wire::Packet p;
+        p.bth.dest_qp = qpn;
+        p.bth.psn = static_cast<std::uint32_t>(psn);
+        if (o.mode == "write") {
+          p.bth.opcode = wire::Opcode::kWriteOnly;
+          p.bth.ack_req = true;
+          p.reth.va = rng.next();
+          p.reth.rkey = static_cast<std::uint32_t>(rng.next());
+          p.reth.dma_len = sizeof junk;
+          p.payload = junk;
+        } else if (o.mode == "nak") {
+          p.bth.opcode = wire::Opcode::kAck;
+          p.aeth.syndrome = wire::aeth::kNakRemoteAccessError;
+        } else {
+          p.bth.opcode = wire::Opcode::kNack;
+          p.neth.nack_psn = p.bth.psn;
+          p.neth.reason = wire::NackReason::kUnexpEvent;
+        }
+        const auto bytes = encode(p);
+        for (const sockaddr_in& t : o.to) {
+          s.send(bytes, t);
+          ++s.sent_;
+        }
+      }
+    }
+  }
+  std::printf("mrc_forge: %s: %llu packets sent, %llu refused by the kernel\n", o.mode.c_str(),
+              static_cast<unsigned long long>(s.sent_), static_cast<unsigned long long>(s.errors_));
+  return 0;
+}
