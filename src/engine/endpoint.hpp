@@ -136,6 +136,9 @@ struct QpCounters {
   /// Fatal NAKs (D39): held for confirmation (the packet is resent), and dismissed (for a packet
   /// the responder acknowledged, or while another one is being confirmed).
   std::uint64_t rx_fatal_nak_held = 0, rx_fatal_nak_dismissed = 0;
+  /// Control packets (SACK/NACK/NAK/probe answers) dropped because the 4,096-entry queue was full:
+  /// the oldest plain SACK, or the new packet when none is left.
+  std::uint64_t ctrl_dropped = 0;
   std::uint64_t ev_transitions = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t tx_encode_errors = 0;  ///< must stay 0: the codec refused an engine-built packet

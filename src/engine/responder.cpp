@@ -112,6 +112,7 @@ void Qp::queue_ctrl(const CtrlTx& c) {
   }
   if (ctrl_count_ == ctrl_.size()) {
     // Full: SACKs are cumulative, so drop the oldest SACK to make room (NACKs are kept).
+    ++ctr_.ctrl_dropped;
     for (std::uint32_t i = 0; i < ctrl_count_; ++i) {
       const std::uint32_t at = (ctrl_head_ + i) % static_cast<std::uint32_t>(ctrl_.size());
       if (ctrl_[at].op == wire::Opcode::kSack && !ctrl_[at].pr) {

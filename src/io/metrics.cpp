@@ -30,6 +30,7 @@ namespace {
   X(rx_refused, "packets refused: bad rkey, bounds, PSN, peer or pkey")                   \
   X(rx_fatal_nak_held, "fatal NAKs held until a retransmission confirms them")            \
   X(rx_fatal_nak_dismissed, "fatal NAKs dismissed (packet acknowledged, or unconfirmed)") \
+  X(ctrl_dropped, "control packets dropped: the QP's control queue was full")             \
   X(ev_transitions, "EV state transitions")                                               \
   X(timeouts, "retransmission timeouts")                                                  \
   X(tx_encode_errors, "packets the codec refused (must stay 0)")                          \
