@@ -201,11 +201,16 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   wire::DecodeOptions opt;
   opt.trimmed = meta.trimmed || meta.trimmed_lasthop;
   opt.verify_icrc = cfg_.icrc && !opt.trimmed;
+  opt.ext = cfg_.wire_ext;
   if (any_auth_ && !authenticate(pkt, meta, opt)) return;
   if (wire::decode(pkt, p, opt) != wire::Error::kOk) {
     ++counters_.rx_bad_packet;
     return;
   }
+  // Every AETH syndrome 0x00-0x1F is an ACK (IBTA; a peer without end-to-end credits sends 0x1F, F9):
+  // the QPs see the one value they compare against.
+  if (p.bth.opcode == wire::Opcode::kAck && wire::aeth::is_ack(p.aeth.syndrome))
+    p.aeth.syndrome = wire::aeth::kAck;
   if (p.bth.dest_qp == wire::kEpQpn) {
     handle_endpoint_packet(p, meta, now);
     return;
@@ -260,6 +265,7 @@ bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& me
 }
 
 bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
+  out.wire_ext = cfg_.wire_ext;  // read by encode_tx, whichever QP fills the packet
   if ((free_ports & port_up_mask_) == 0) return false;
   if (!ep_tx_.empty() && poll_ep_tx(out, now, free_ports)) return true;
   std::size_t n = tx_ready_.size();
@@ -485,6 +491,7 @@ void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta,
     t->pkt.eeth.entropy = p.erth.entropy;
     t->pkt.eeth.tx_timestamp = p.erth.tx_timestamp;
     t->pkt.eeth.port_status_mask = port_up_mask_;
+    t->pkt.eeth.port_status_valid = true;
     t->peer = meta.peer;
     t->ev = Ev{meta.ev, meta.port};
     t->arrived = now;
@@ -498,6 +505,9 @@ void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta,
       if (verify_[i].peer != meta.peer || verify_[i].psn != p.bth.psn) continue;
       verify_[i] = verify_.back();
       verify_.pop_back();
+      // Without the wire extension the answer carries no mask (D42): it only proves the peer is
+      // reachable on this plane, and the update stands.
+      if (!p.eeth.port_status_valid) return;
       const std::uint32_t mask = p.eeth.port_status_mask;
       auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
                                 [&](const auto& pp) { return pp.first == meta.peer; });

@@ -115,6 +115,8 @@ struct TxPacket {
   std::uint32_t qpn = 0;  ///< local QP (0 for endpoint packets)
   TrafficClass tc = TrafficClass::kData;
   std::uint32_t psn = 0;  ///< for drivers' statistics
+  /// Input: write the project's wire extensions (EndpointConfig::wire_ext); set by Endpoint::poll_tx.
+  bool wire_ext = false;
   std::uint32_t wire_size() const { return header_len + payload_len + trailer_len; }
 };
 
@@ -122,6 +124,11 @@ struct EndpointConfig {
   std::uint32_t num_ports = 1;
   std::uint64_t seed = 1;
   bool icrc = true;  ///< compute and verify the ICRC
+  /// Send and read the project's wire extensions (cc_flags for D7b and ECN echo, SACK and EV-probe
+  /// service times, the ERTH/EETH EV echo and the EETH port mask of D40) in bytes every public source
+  /// leaves reserved (docs/wire-format.md W20, decisions.md D42). On by default: every peer this
+  /// project runs today is itself. Off: exactly the bytes a peer following the spec sends.
+  bool wire_ext = true;
   Tunables tun;
 };
 

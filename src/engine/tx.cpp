@@ -6,8 +6,10 @@ namespace mrc::engine {
 
 bool encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc, const MacKey* mac) {
   const auto payload_len = static_cast<std::uint32_t>(p.payload.size());
-  out.header_len = static_cast<std::uint16_t>(
-      wire::encode_headers(p, payload_len, std::span<std::uint8_t>(out.header, sizeof(out.header))));
+  wire::EncodeOptions opt;
+  opt.ext = out.wire_ext;
+  out.header_len = static_cast<std::uint16_t>(wire::encode_headers(
+      p, payload_len, std::span<std::uint8_t>(out.header, sizeof(out.header)), nullptr, opt));
   if (out.header_len == 0) return false;
   out.payload = p.payload.data();
   out.payload_len = payload_len;

@@ -5,7 +5,8 @@
 namespace mrc::engine {
 
 /// False if the codec refused a field (an engine bug: the packet must not be sent). With `mac` the
-/// trailer carries that key's tag instead of the ICRC (authenticated QP).
+/// trailer carries that key's tag instead of the ICRC (authenticated QP). The project's wire
+/// extensions are written when `out.wire_ext` is set (Endpoint::poll_tx sets it from the config).
 bool encode_tx(TxPacket& out, const wire::Packet& p, bool with_icrc, const MacKey* mac = nullptr);
 
 }  // namespace mrc::engine

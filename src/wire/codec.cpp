@@ -33,9 +33,10 @@ constexpr std::uint32_t kMask24 = 0xFFFFFFu;
 constexpr std::uint16_t kFtypeTimestamp =
     0x1;  ///< ftype nibble of TSETH and the PETH/ERTH/EETH timestamp word
 
-// BTH byte 1 / byte 8 bits.
-constexpr std::uint8_t kBthSe = 0x80;
-constexpr std::uint8_t kBthM = 0x40;
+// BTH byte 1 / byte 8 bits. Byte 1 follows Keysight's MRC BTH (MigReq listed before SE) and
+// MRC-Client (M = bit 7), not the IBTA order (F3, W1).
+constexpr std::uint8_t kBthM = 0x80;
+constexpr std::uint8_t kBthSe = 0x40;
 constexpr unsigned kBthPadShift = 4;
 constexpr std::uint8_t kBthTverMask = 0x0F;
 constexpr std::uint8_t kBthAck = 0x80;
@@ -47,8 +48,9 @@ constexpr unsigned kSethMShift = 5;
 constexpr std::uint8_t kSethMMask = 0x3;
 constexpr std::uint8_t kSethPr = 0x02;
 
-// EETH byte 2.
+// EETH byte 2 (extension bits, ext only).
 constexpr std::uint8_t kEethSvcValid = 0x80;
+constexpr std::uint8_t kEethMaskValid = 0x40;
 
 // ---- big-endian helpers (the caller has checked the bounds) -------------------------------------
 inline void put8(std::uint8_t* p, std::uint32_t v) {
@@ -111,25 +113,25 @@ bool valid_nack_reason(std::uint8_t r) {
   }
   return false;
 }
-bool valid_sack_mode(std::uint8_t m) {
+bool valid_sack_mode(std::uint8_t m) {  // what we may send; kReserved is only received
   return m <= static_cast<std::uint8_t>(SackMode::kAlwaysSkip);
 }
 bool valid_ep_op(std::uint8_t op) {
   return op <= static_cast<std::uint8_t>(EpOp::kEvProbe);
 }
 
-// The 32-bit "timestamp word" shared by TSETH, PETH, ERTH and EETH:
-// tx_timestamp(16) | tsr(1) | reserved(11) | ftype(4) = 0x1.
+// The 32-bit "timestamp word" shared by TSETH, PETH and ERTH:
+// tx_timestamp(16) | tsr(1) | reserved(11) | ftype(4) = 0x1. On receive the ftype is reported, not
+// checked: a data packet must not be dropped (and resent forever) over a timestamp format.
 inline void put_ts_word(std::uint8_t* p, std::uint16_t ts, bool tsr) {
   put16(p, ts);
   put16(p + 2, (tsr ? 0x8000u : 0u) | kFtypeTimestamp);
 }
-inline bool get_ts_word(const std::uint8_t* p, std::uint16_t& ts, bool& tsr) {
+inline void get_ts_word(const std::uint8_t* p, std::uint16_t& ts, bool& tsr, std::uint8_t& ftype) {
   const std::uint16_t w = get16(p + 2);
-  if ((w & 0xFu) != kFtypeTimestamp) return false;
   ts = get16(p);
   tsr = (w & 0x8000u) != 0;
-  return true;
+  ftype = static_cast<std::uint8_t>(w & 0xFu);
 }
 
 // ---- encode-side validation: values that do not fit their wire field -----------------------------
@@ -164,7 +166,7 @@ Error validate(const Packet& p) {
 }
 
 // ---- header writers (out has room for header_size()) ---------------------------------------------
-std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o) {
+std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o, bool ext) {
   const Opcode op = p.bth.opcode;
   const bool data = is_data(op);
   const bool ts = data && p.has_tseth;
@@ -208,14 +210,16 @@ std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o) 
       break;
     case Opcode::kSack: {
       const Seth& s = p.seth;
-      // h[0]: type(4)=0 | next_hdr[4:1]=0
+      // h[0], h[1] bit 7: the 9-bit type/next_hdr prologue, 0.
       put8(h + 1, (static_cast<unsigned>(s.m) << kSethMShift) | (s.pr ? kSethPr : 0u));
-      put16(h + 2, static_cast<std::uint16_t>(s.ack_psn_offset));
+      // A probe's SACK carries the probe id where other SACKs carry ack_psn_offset (UET's
+      // ack_psn_offset/probe_opaque union; F2).
+      put16(h + 2, s.pr ? s.probe_id : static_cast<std::uint16_t>(s.ack_psn_offset));
       put32(h + 4, s.entropy);
-      put16(h + 8, s.svc_time);
-      put16(h + 10, s.probe_id);
+      // h[8..11]: Source / Destination PDCID (Keysight), unused by MRC: 0; svc_time with ext.
+      if (ext) put16(h + 8, s.svc_time);
       put24(h + 13, s.cack_psn & kMask24);
-      put8(h + 16, (static_cast<unsigned>(s.cc_type) << 4) | s.cc_flags);
+      put8(h + 16, (static_cast<unsigned>(s.cc_type) << 4) | (ext ? s.cc_flags : 0u));
       put8(h + 17, s.mpr);
       put16(h + 18, static_cast<std::uint16_t>(s.sack_offset));
       put64(h + 20, s.sack_bitmap);
@@ -233,7 +237,7 @@ std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o) 
       put8(h + 3, n.vendor_info);
       put32(h + 4, n.entropy);
       put24(h + 13, n.nack_psn & kMask24);
-      put8(h + 16, (static_cast<unsigned>(n.cc_type) << 4) | n.cc_flags);
+      put8(h + 16, (static_cast<unsigned>(n.cc_type) << 4) | (ext ? n.cc_flags : 0u));
       put16(h + 18, n.tx_timestamp);
       h += kNethSize;
       break;
@@ -251,20 +255,23 @@ std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o) 
       put8(h + 1, static_cast<std::uint8_t>(r.op));
       put8(h + 3, r.vendor_info);
       put32(h + 4, r.port_status_mask);
-      put32(h + 8, r.entropy);
+      if (ext) put32(h + 8, r.entropy);  // reserved word in every source
       put_ts_word(h + 12, r.tx_timestamp, r.tsr);
       h += kErthSize;
       break;
     }
     case Opcode::kEndpointResponse: {
       const Eeth& r = p.eeth;
-      put8(h + 1, static_cast<std::uint8_t>(r.op));
-      put8(h + 2, r.svc_time_valid ? kEethSvcValid : 0u);
-      put8(h + 3, r.vendor_info);
-      put32(h + 4, r.entropy);
-      put32(h + 8, r.svc_time_ns);
-      put32(h + 12, r.port_status_mask);
-      put_ts_word(h + 28, r.tx_timestamp, false);
+      put8(h + 1, static_cast<std::uint8_t>(r.op));  // op in bits 1-0, as in ERTH (F11)
+      if (ext) {
+        put8(h + 2, (r.svc_time_valid ? kEethSvcValid : 0u) | (r.port_status_valid ? kEethMaskValid : 0u));
+        put8(h + 3, r.vendor_info);
+        put32(h + 4, r.entropy);
+        put32(h + 8, r.svc_time_ns);
+        put32(h + 12, r.port_status_mask);
+      }
+      // Only the 16-bit timestamp: bytes 30-31 are reserved (Keysight, MRC-Client; F1).
+      put16(h + 28, r.tx_timestamp);
       h += kEethSize;
       break;
     }
@@ -274,20 +281,28 @@ std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o) 
   return static_cast<std::size_t>(h - o);
 }
 
-// The 9-bit type/next_hdr prologue of SETH/NETH/PETH/ERTH/EETH (byte 0, byte 1 bit 7) must be zero.
-inline bool prologue_ok(const std::uint8_t* h) {
-  return h[0] == 0 && (h[1] & 0x80u) == 0;
+// EETH op: bits 1-0 (as ERTH), or, when those are 0, the one non-zero valid value in bits 3-2 or 5-4
+// (positions other readings use; F11). 0xFF = an op value of 2 or 3 in bits 1-0.
+inline std::uint8_t eeth_op(std::uint8_t b1) {
+  const auto at = [b1](unsigned shift) { return static_cast<std::uint8_t>((b1 >> shift) & 0x3u); };
+  if (at(0) != 0) return valid_ep_op(at(0)) ? at(0) : 0xFF;
+  const std::uint8_t a = at(2), b = at(4);
+  if (a != 0 && b == 0 && valid_ep_op(a)) return a;
+  if (b != 0 && a == 0 && valid_ep_op(b)) return b;
+  return 0;
 }
 
-// Parses the extension headers of a known opcode; `h` has header_size()-kBthSize bytes.
-Error read_ext(const std::uint8_t* h, Packet& p) {
+// Parses the extension headers of a known opcode; `h` has header_size()-kBthSize bytes. The 9-bit
+// type/next_hdr prologue of SETH/NETH/PETH/ERTH/EETH is reserved in MRC v1 and not looked at (W7).
+// On a bad field, *bad = its offset from `h`.
+Error read_ext(const std::uint8_t* h, Packet& p, bool ext, std::size_t* bad) {
   const Opcode op = p.bth.opcode;
   if (is_data(op)) {
     p.meth.rqmsn = get16(h);
     p.meth.msn = get16(h + 2);
     h += kMethSize;
     if (p.has_tseth) {
-      if (!get_ts_word(h, p.tseth.tx_timestamp, p.tseth.tsr)) return Error::kBadField;
+      get_ts_word(h, p.tseth.tx_timestamp, p.tseth.tsr, p.tseth.ftype);
       h += kTsethSize;
     }
     p.reth.va = get64(h);
@@ -303,19 +318,21 @@ Error read_ext(const std::uint8_t* h, Packet& p) {
       p.aeth.msn = get24(h + 1);
       return Error::kOk;
     case Opcode::kSack: {
-      if (!prologue_ok(h)) return Error::kBadField;
       Seth& s = p.seth;
-      const std::uint8_t m = static_cast<std::uint8_t>((h[1] >> kSethMShift) & kSethMMask);
-      if (!valid_sack_mode(m)) return Error::kBadField;
-      s.m = static_cast<SackMode>(m);
+      // m = 3 is reserved: kept as kReserved (no EV action); the SACK itself is valid (F5).
+      s.m = static_cast<SackMode>((h[1] >> kSethMShift) & kSethMMask);
       s.pr = (h[1] & kSethPr) != 0;
-      s.ack_psn_offset = static_cast<std::int16_t>(get16(h + 2));
+      if (s.pr)
+        s.probe_id = get16(h + 2);
+      else
+        s.ack_psn_offset = static_cast<std::int16_t>(get16(h + 2));
       s.entropy = get32(h + 4);
-      s.svc_time = get16(h + 8);
-      s.probe_id = get16(h + 10);
       s.cack_psn = get24(h + 13);
       s.cc_type = static_cast<std::uint8_t>(h[16] >> 4);
-      s.cc_flags = static_cast<std::uint8_t>(h[16] & 0xF);
+      if (ext) {
+        s.svc_time = get16(h + 8);
+        s.cc_flags = static_cast<std::uint8_t>(h[16] & 0xF);
+      }
       s.mpr = h[17];
       s.sack_offset = static_cast<std::int16_t>(get16(h + 18));
       s.sack_bitmap = get64(h + 20);
@@ -328,20 +345,23 @@ Error read_ext(const std::uint8_t* h, Packet& p) {
       return Error::kOk;
     }
     case Opcode::kNack: {
-      if (!prologue_ok(h) || !valid_nack_reason(h[2])) return Error::kBadField;
+      if (!valid_nack_reason(h[2])) {
+        *bad = 2;
+        return Error::kBadField;
+      }
       Neth& n = p.neth;
       n.reason = static_cast<NackReason>(h[2]);
       n.vendor_info = h[3];
       n.entropy = get32(h + 4);
       n.nack_psn = get24(h + 13);
       n.cc_type = static_cast<std::uint8_t>(h[16] >> 4);
-      n.cc_flags = static_cast<std::uint8_t>(h[16] & 0xF);
+      if (ext) n.cc_flags = static_cast<std::uint8_t>(h[16] & 0xF);
       n.tx_timestamp = get16(h + 18);
       return Error::kOk;
     }
     case Opcode::kProbe: {
       Peth& r = p.peth;
-      if (!prologue_ok(h) || !get_ts_word(h + 12, r.tx_timestamp, r.tsr)) return Error::kBadField;
+      get_ts_word(h + 12, r.tx_timestamp, r.tsr, r.ftype);
       r.vendor_info = h[3];
       r.probe_id = get16(h + 4);
       return Error::kOk;
@@ -349,26 +369,34 @@ Error read_ext(const std::uint8_t* h, Packet& p) {
     case Opcode::kEndpointRequest: {
       Erth& r = p.erth;
       const std::uint8_t epop = static_cast<std::uint8_t>(h[1] & 0x3);
-      if (!prologue_ok(h) || !valid_ep_op(epop) || !get_ts_word(h + 12, r.tx_timestamp, r.tsr))
+      if (!valid_ep_op(epop)) {
+        *bad = 1;
         return Error::kBadField;
+      }
+      get_ts_word(h + 12, r.tx_timestamp, r.tsr, r.ftype);
       r.op = static_cast<EpOp>(epop);
       r.vendor_info = h[3];
       r.port_status_mask = get32(h + 4);
-      r.entropy = get32(h + 8);
+      if (ext) r.entropy = get32(h + 8);
       return Error::kOk;
     }
     case Opcode::kEndpointResponse: {
       Eeth& r = p.eeth;
-      const std::uint8_t epop = static_cast<std::uint8_t>(h[1] & 0x3);
-      bool tsr = false;  // reserved in EETH
-      if (!prologue_ok(h) || !valid_ep_op(epop) || !get_ts_word(h + 28, r.tx_timestamp, tsr))
+      const std::uint8_t epop = eeth_op(h[1]);
+      if (epop == 0xFF) {
+        *bad = 1;
         return Error::kBadField;
+      }
       r.op = static_cast<EpOp>(epop);
-      r.svc_time_valid = (h[2] & kEethSvcValid) != 0;
-      r.vendor_info = h[3];
-      r.entropy = get32(h + 4);
-      r.svc_time_ns = get32(h + 8);
-      r.port_status_mask = get32(h + 12);
+      r.tx_timestamp = get16(h + 28);  // bytes 30-31 reserved (F1)
+      if (ext) {
+        r.svc_time_valid = (h[2] & kEethSvcValid) != 0;
+        r.port_status_valid = (h[2] & kEethMaskValid) != 0;
+        r.vendor_info = h[3];
+        r.entropy = get32(h + 4);
+        r.svc_time_ns = get32(h + 8);
+        r.port_status_mask = get32(h + 12);
+      }
       return Error::kOk;
     }
     default:
@@ -470,7 +498,7 @@ std::size_t header_size(Opcode op, bool has_tseth) {
 
 // ---- encode -------------------------------------------------------------------------------------
 std::size_t encode_headers(const Packet& p, std::uint32_t payload_len, std::span<std::uint8_t> out,
-                           Error* err) {
+                           Error* err, const EncodeOptions& opt) {
   if (const Error e = validate(p); e != Error::kOk) return fail(err, e);
   const Opcode op = p.bth.opcode;
   const bool data = is_data(op);
@@ -480,12 +508,12 @@ std::size_t encode_headers(const Packet& p, std::uint32_t payload_len, std::span
   if (static_cast<std::uint64_t>(hs) + payload_len + pad + kIcrcSize > kMaxPacketSize)
     return fail(err, Error::kPayloadTooLarge);
   if (out.size() < hs) return fail(err, Error::kBufferTooSmall);
-  const std::size_t n = write_stack(p, pad, out.data());
+  const std::size_t n = write_stack(p, pad, out.data(), opt.ext);
   if (err) *err = Error::kOk;
   return n;
 }
 
-std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err) {
+std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err, const EncodeOptions& opt) {
   if (const Error e = validate(p); e != Error::kOk) return fail(err, e);
   const Opcode op = p.bth.opcode;
   const bool data = is_data(op);
@@ -501,7 +529,7 @@ std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err) {
   std::uint8_t* o = out.data();
   // Payload first, with memmove: the caller may have staged it inside `out` (even at offset 0).
   if (plen != 0) std::memmove(o + hs, p.payload.data(), plen);
-  write_stack(p, pad, o);
+  write_stack(p, pad, o, opt.ext);
   std::memset(o + hs + plen, 0, pad);
   const std::uint32_t crc =
       icrc(std::span<const std::uint8_t>(o, hs), std::span<const std::uint8_t>(o + hs, plen), pad);
@@ -514,11 +542,15 @@ std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err) {
 Error decode(std::span<const std::uint8_t> in, Packet& out, const DecodeOptions& opt) {
   out = Packet{};
   const std::size_t len = in.size();
-  if (len < kBthSize) return Error::kTruncated;
+  const auto fail_at = [&opt](Error e, std::size_t offset) {
+    if (opt.error_offset != nullptr) *opt.error_offset = offset;
+    return e;
+  };
+  if (len < kBthSize) return fail_at(Error::kTruncated, len);
   const std::uint8_t* b = in.data();
 
-  if (!is_known(b[0])) return Error::kUnknownOpcode;
-  if ((b[1] & kBthTverMask) != kTver) return Error::kBadTver;
+  if (!is_known(b[0])) return fail_at(Error::kUnknownOpcode, 0);
+  if ((b[1] & kBthTverMask) != kTver) return fail_at(Error::kBadTver, 1);
 
   Bth& bth = out.bth;
   bth.opcode = static_cast<Opcode>(b[0]);
@@ -536,12 +568,14 @@ Error decode(std::span<const std::uint8_t> in, Packet& out, const DecodeOptions&
 
   const Opcode op = bth.opcode;
   const bool data = is_data(op);
-  if (bth.ts && !data) return Error::kBadField;  // only data packets may carry a TSETH
-  out.has_tseth = bth.ts;
+  // No source puts a TSETH after a control header: TS on a control packet is reported, not obeyed.
+  out.has_tseth = bth.ts && data;
 
   const std::size_t hs = header_size(op, out.has_tseth);
-  if (len < hs) return Error::kTruncated;
-  if (const Error e = read_ext(b + kBthSize, out); e != Error::kOk) return e;
+  if (len < hs) return fail_at(Error::kTruncated, len);
+  std::size_t bad = 0;
+  if (const Error e = read_ext(b + kBthSize, out, opt.ext, &bad); e != Error::kOk)
+    return fail_at(e, kBthSize + bad);
 
   if (opt.trimmed) {
     // Only the header stack survived; PadCnt describes the original payload and is not checked.
@@ -549,22 +583,24 @@ Error decode(std::span<const std::uint8_t> in, Packet& out, const DecodeOptions&
     return Error::kOk;
   }
 
-  if (len < hs + kIcrcSize) return Error::kTruncated;
-  if (len > kMaxPacketSize) return Error::kPayloadTooLarge;
+  if (len < hs + kIcrcSize) return fail_at(Error::kTruncated, len);
+  if (len > kMaxPacketSize) return fail_at(Error::kPayloadTooLarge, kMaxPacketSize);
   const std::size_t area = len - hs - kIcrcSize;  // payload + pad
   const std::uint8_t pad = bth.pad_cnt;
   if (!data) {
-    if (area != 0) return Error::kPayloadTooLarge;
-    if (pad != 0) return Error::kBadPadding;
+    if (area != 0) return fail_at(Error::kPayloadTooLarge, hs);
+    if (pad != 0) return fail_at(Error::kBadPadding, 1);
   } else {
-    if ((area & 3) != 0 || pad > area) return Error::kBadPadding;
+    if ((area & 3) != 0 || pad > area) return fail_at(Error::kBadPadding, hs);
     const std::uint8_t* pb = b + hs + (area - pad);
-    if (!std::all_of(pb, pb + pad, [](std::uint8_t x) { return x == 0; })) return Error::kBadPadding;
+    for (std::size_t i = 0; i < pad; ++i)
+      if (pb[i] != 0) return fail_at(Error::kBadPadding, hs + (area - pad) + i);
   }
   const std::size_t plen = area - pad;
   out.payload = in.subspan(hs, plen);
   out.icrc = get32le(b + hs + area);
-  if (opt.verify_icrc && icrc(in.first(hs), out.payload, pad) != out.icrc) return Error::kBadIcrc;
+  if (opt.verify_icrc && icrc(in.first(hs), out.payload, pad) != out.icrc)
+    return fail_at(Error::kBadIcrc, hs + area);
   return Error::kOk;
 }
 

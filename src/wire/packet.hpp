@@ -10,7 +10,10 @@
 
 namespace mrc::wire {
 
-inline constexpr std::uint16_t kRoceUdpPort = 4791;
+inline constexpr std::uint16_t kRoceUdpPort = 4791;  ///< IANA RoCEv2 port, the default everywhere (F8)
+/// The port some readers of the OCP MRC 1.0 PDF report it prints (§7.5.5.2), most likely a typo for 4791.
+/// Only decoders (the dissector, `mrc decode`) accept it by default; nothing sends to it unless told.
+inline constexpr std::uint16_t kMrcSpecTypoPort = 4971;
 inline constexpr std::uint32_t kEpQpn = 0x2;  ///< reserved QPN of endpoint (node-scoped) requests
 inline constexpr std::uint16_t kDefaultPkey = 0xFFFF;
 inline constexpr std::uint8_t kTver = 0;  ///< BTH TVer used by MRC v1 (provisional)
@@ -53,11 +56,18 @@ enum class NackReason : std::uint8_t {
 };
 
 /// SACK `m` field: what the responder asks the requester to do with the reflected EV.
-enum class SackMode : std::uint8_t { kNone = 0, kSkipOnce = 1, kAlwaysSkip = 2 };
+/// kReserved (3) is decoded (the SACK and its cumulative ACK stay valid, the EV hint is ignored) but
+/// never encoded.
+enum class SackMode : std::uint8_t { kNone = 0, kSkipOnce = 1, kAlwaysSkip = 2, kReserved = 3 };
 
 /// AETH syndromes we use (IBTA): ACK, and NAK codes.
 namespace aeth {
-inline constexpr std::uint8_t kAck = 0x00;
+/// ACK with the IBTA "invalid credit count" 0x1F: MRC has no end-to-end credits (F9). Any syndrome
+/// 0x00..0x1F is an ACK on receive (is_ack).
+inline constexpr std::uint8_t kAck = 0x1F;
+inline constexpr bool is_ack(std::uint8_t syndrome) {
+  return (syndrome & 0xE0) == 0;
+}
 inline constexpr std::uint8_t kNakPsnSeqError = 0x60;
 inline constexpr std::uint8_t kNakInvalidRequest = 0x61;
 inline constexpr std::uint8_t kNakRemoteAccessError = 0x62;
@@ -89,8 +99,9 @@ struct Meth {               ///< message extended transport header
 };
 
 struct Tseth {
-  std::uint16_t tx_timestamp = 0;  ///< requester clock in kTsUnitNs units (wraps)
-  bool tsr = false;
+  std::uint16_t tx_timestamp = 0;  ///< requester clock: kTsUnitNs units if !tsr, else implementation-defined
+  bool tsr = false;                ///< timestamp resolution: 0 = 128 ns, 1 = implementation-defined (F4)
+  std::uint8_t ftype = 0x1;        ///< decode: as received (1 = this format); encode: always 1
   bool operator==(const Tseth&) const = default;
 };
 inline constexpr std::uint32_t kTsUnitNs = 128;
@@ -117,7 +128,8 @@ struct CcState {
   bool operator==(const CcState&) const = default;
 };
 
-/// cc_flags bits in SETH/NETH (project decision, see docs/wire-format.md).
+/// cc_flags bits in SETH/NETH: the project's extension (W9). No public source defines a flag (UET
+/// reserves them), so they are sent only with EncodeOptions::ext and read only with DecodeOptions::ext.
 namespace cc_flags {
 inline constexpr std::uint8_t kRtxEcho = 0x1;  ///< triggering packet had BTH.rtx set
 inline constexpr std::uint8_t kSvcTime = 0x2;  ///< svc_time field is valid
@@ -130,8 +142,8 @@ struct Seth {  ///< reliability SACK, 28 bytes + 8-byte CC_STATE
   bool pr = false;                  ///< answers a reliability probe
   std::int16_t ack_psn_offset = 0;  ///< triggering PSN - cack_psn
   std::uint32_t entropy = 0;        ///< EV of the triggering packet, reflected
-  std::uint16_t svc_time = 0;       ///< responder service time in kSvcUnitNs units (in EMU's spdcid slot)
-  std::uint16_t probe_id = 0;       ///< for pr=1: the probe id (in EMU's dpdcid slot)
+  std::uint16_t svc_time = 0;       ///< extension: service time, kSvcUnitNs units (spdcid slot, ext only)
+  std::uint16_t probe_id = 0;       ///< for pr=1: the probe id, carried in the ack_psn_offset bytes (F2)
   std::uint32_t cack_psn = 0;       ///< highest PSN such that all PSNs <= it were received (24 bits)
   std::uint8_t cc_type = 0;
   std::uint8_t cc_flags = 0;
@@ -159,6 +171,7 @@ struct Peth {  ///< reliability probe request, 16 bytes
   std::uint16_t probe_id = 0;
   std::uint16_t tx_timestamp = 0;
   bool tsr = false;
+  std::uint8_t ftype = 0x1;  ///< as received
   bool operator==(const Peth&) const = default;
 };
 
@@ -166,20 +179,24 @@ struct Erth {  ///< endpoint request, 16 bytes
   EpOp op = EpOp::kEvProbe;
   std::uint8_t vendor_info = 0;
   std::uint32_t port_status_mask = 0;  ///< bit i = port i+1 usable (1-based ports on the API)
-  std::uint32_t entropy = 0;           ///< EV the request was sent on (in a reserved word)
+  std::uint32_t entropy = 0;           ///< extension: EV the request was sent on (reserved word, ext only)
   std::uint16_t tx_timestamp = 0;
   bool tsr = false;
+  std::uint8_t ftype = 0x1;  ///< as received
   bool operator==(const Erth&) const = default;
 };
 
-struct Eeth {  ///< endpoint response, 36 bytes
+/// Endpoint response, 36 bytes. Every public source has only op and tx_timestamp; the rest is the
+/// project's extension, in reserved bytes, sent only with EncodeOptions::ext (W14).
+struct Eeth {
   EpOp op = EpOp::kEvProbe;
-  std::uint8_t vendor_info = 0;
-  std::uint32_t entropy = 0;       ///< echoed request EV
-  std::uint32_t svc_time_ns = 0;   ///< time the request spent in the responder
-  std::uint16_t tx_timestamp = 0;  ///< echoed
-  bool svc_time_valid = false;
-  std::uint32_t port_status_mask = 0;  ///< responder's own usable ports
+  std::uint8_t vendor_info = 0;        ///< extension (byte 3 is reserved in EETH, unlike ERTH)
+  std::uint32_t entropy = 0;           ///< extension: echoed request EV
+  std::uint32_t svc_time_ns = 0;       ///< extension: time the request spent in the responder
+  std::uint16_t tx_timestamp = 0;      ///< echoed
+  bool svc_time_valid = false;         ///< extension
+  bool port_status_valid = false;      ///< extension: port_status_mask is the responder's
+  std::uint32_t port_status_mask = 0;  ///< extension: responder's own usable ports
   bool operator==(const Eeth&) const = default;
 };
 
@@ -219,16 +236,30 @@ const char* to_string(Error e);
 /// Size of the header stack (BTH .. last extension header) for this opcode.
 std::size_t header_size(Opcode op, bool has_tseth);
 
+struct EncodeOptions {
+  /// Write the project's extension fields (cc_flags, SACK svc_time, ERTH entropy, EETH entropy,
+  /// service time and port mask) into bytes every public source leaves reserved. Off: those bytes
+  /// are 0, as a peer following the spec sends them (docs/wire-format.md §7, W9/W12-W14).
+  bool ext = false;
+};
+
 /// Writes BTH and the extension headers of `p` into `out`; returns bytes written or 0 with `err`.
 /// Sets bth.pad_cnt from payload_len. The payload, pad and ICRC are NOT written (scatter/gather).
 std::size_t encode_headers(const Packet& p, std::uint32_t payload_len, std::span<std::uint8_t> out,
-                           Error* err = nullptr);
+                           Error* err = nullptr, const EncodeOptions& opt = {});
 
 /// Convenience for control packets and tests: headers + payload + pad + ICRC into one buffer.
-std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err = nullptr);
+std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err = nullptr,
+                   const EncodeOptions& opt = {});
 
 struct DecodeOptions {
   bool verify_icrc = false;
+  /// Read the project's extension fields (EncodeOptions::ext). Off: reserved bytes are ignored and
+  /// those fields stay 0 / false.
+  bool ext = false;
+  /// If set, receives the byte offset (from the BTH) of what made decode() fail: the offending field,
+  /// or the length of the input when it is too short. Untouched on success.
+  std::size_t* error_offset = nullptr;
   /// The network marked this packet as trimmed (DSCP): only the header stack is present;
   /// payload, pad and ICRC are absent and not checked.
   bool trimmed = false;

@@ -34,7 +34,8 @@ struct PairOptions {
   std::uint8_t retry_linear = 7;
   std::uint8_t retry_exp = 25;
   bool icrc = true;
-  bool auth = false;  ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
+  bool auth = false;     ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
+  bool wire_ext = true;  ///< EndpointConfig::wire_ext on both endpoints
 };
 
 inline engine::QpConfig make_qp_config(const PairOptions& o, Duration base_rtt, std::uint64_t seed) {
@@ -72,6 +73,7 @@ class Pair {
     engine::EndpointConfig ec;
     ec.num_ports = o.planes;
     ec.icrc = o.icrc;
+    ec.wire_ext = o.wire_ext;
     ec.seed = o.seed * 2 + 1;
     a_ = std::make_unique<engine::Endpoint>(ec);
     ec.seed = o.seed * 2 + 2;

@@ -117,16 +117,26 @@ TEST(WireDecode, NackReasonMustBeKnown) {
   }
 }
 
-TEST(WireDecode, SackModeThreeIsInvalid) {
+TEST(WireDecode, SackModeThreeIsReservedAndKeepsTheSack) {
+  // F5: m = 3 is reserved. The SACK (and its cumulative ACK) stays valid; the EV hint is dropped.
   for (int m = 0; m < 4; ++m) {
-    const Error e =
-        mutated(of(Opcode::kSack), [m](auto& b) { b[12 + 1] = static_cast<std::uint8_t>(m << 5); });
-    EXPECT_EQ(e, m == 3 ? Error::kBadField : Error::kOk) << m;
+    Packet p = of(Opcode::kSack);
+    p.seth.cack_psn = 1234;
+    auto bytes = encode_vec(p);
+    bytes[13] = static_cast<std::uint8_t>(m << 5);
+    reseal(bytes, header_size(Opcode::kSack, false));
+    Packet d;
+    ASSERT_EQ(decode(bytes, d, {.verify_icrc = true}), Error::kOk) << m;
+    EXPECT_EQ(static_cast<int>(d.seth.m), m);
+    EXPECT_EQ(d.seth.cack_psn, 1234u);
   }
-  // Also rejected in trimmed mode (fields are checked whatever the mode).
-  auto bytes = encode_vec(of(Opcode::kSack));
-  bytes[13] = 0x60;
-  EXPECT_EQ(dec(bytes, {.trimmed = true}), Error::kBadField);
+  // The encoder never sends it.
+  Packet p = of(Opcode::kSack);
+  p.seth.m = SackMode::kReserved;
+  std::vector<std::uint8_t> buf(64);
+  Error err = Error::kOk;
+  EXPECT_EQ(encode(p, buf, &err), 0u);
+  EXPECT_EQ(err, Error::kBadField);
 }
 
 TEST(WireDecode, EndpointOpAboveOneIsInvalid) {
@@ -136,29 +146,68 @@ TEST(WireDecode, EndpointOpAboveOneIsInvalid) {
       EXPECT_EQ(e, v > 1 ? Error::kBadField : Error::kOk) << int(op) << " " << v;
     }
   }
+  // The offending byte's offset is reported.
+  std::size_t at = 0;
+  EXPECT_EQ(mutated(of(Opcode::kEndpointRequest), [](auto& b) { b[12 + 1] = 3; }, {.error_offset = &at}),
+            Error::kBadField);
+  EXPECT_EQ(at, 13u);
 }
 
-TEST(WireDecode, HeaderTypeAndFtypeFieldsAreChecked) {
-  // type/next_hdr prologue (byte 0 and byte 1 bit 7 of SETH/NETH/PETH/ERTH/EETH) must be 0.
+TEST(WireDecode, EethOpIsReadWhereOtherSourcesPutIt) {
+  // F11: bits 1-0 (ERTH's place, what we send); bits 3-2 or 5-4 when only one of them is set.
+  const auto op_of = [](std::uint8_t b1) {
+    auto bytes = encode_vec(of(Opcode::kEndpointResponse));
+    bytes[13] = b1;
+    reseal(bytes, header_size(Opcode::kEndpointResponse, false));
+    Packet d;
+    EXPECT_EQ(decode(bytes, d), Error::kOk);
+    return static_cast<int>(d.eeth.op);
+  };
+  EXPECT_EQ(op_of(0x01), 1);
+  EXPECT_EQ(op_of(0x04), 1);
+  EXPECT_EQ(op_of(0x10), 1);
+  EXPECT_EQ(op_of(0x00), 0);
+  EXPECT_EQ(op_of(0x14), 0);  // two readings: ambiguous, taken as the bits 1-0 value
+  EXPECT_EQ(op_of(0x08), 0);  // 2 in bits 3-2 is no op: ignored
+}
+
+TEST(WireDecode, PrologueAndFtypeAreReportedNotChecked) {
+  // The type/next_hdr prologue is reserved in MRC v1 (W7, F10): any value decodes.
   for (Opcode op :
        {Opcode::kSack, Opcode::kNack, Opcode::kProbe, Opcode::kEndpointRequest, Opcode::kEndpointResponse}) {
-    EXPECT_EQ(mutated(of(op), [](auto& b) { b[12] = 0x10; }), Error::kBadField) << int(op);
-    EXPECT_EQ(mutated(of(op), [](auto& b) { b[12] = 0x01; }), Error::kBadField) << int(op);
-    EXPECT_EQ(mutated(of(op), [](auto& b) { b[13] |= 0x80; }), Error::kBadField) << int(op);
+    EXPECT_EQ(mutated(of(op), [](auto& b) { b[12] = 0x10; }), Error::kOk) << int(op);
+    EXPECT_EQ(mutated(of(op), [](auto& b) { b[12] = 0x01; }), Error::kOk) << int(op);
+    EXPECT_EQ(mutated(of(op), [](auto& b) { b[13] |= 0x80; }), Error::kOk) << int(op);
   }
-  // ftype nibble of the timestamp words must be 1.
+  // A timestamp word with another ftype still decodes (a data packet must not be dropped for it);
+  // the ftype is reported. EETH bytes 30-31 are reserved (F1): no ftype there at all.
   Packet d = of(Opcode::kWriteMiddle);
   d.has_tseth = true;
-  EXPECT_EQ(mutated(d, [](auto& b) { b[12 + 4 + 3] = 0x02; }), Error::kBadField);
-  EXPECT_EQ(mutated(of(Opcode::kProbe), [](auto& b) { b[12 + 15] = 0x00; }), Error::kBadField);
-  EXPECT_EQ(mutated(of(Opcode::kEndpointRequest), [](auto& b) { b[12 + 15] = 0x0F; }), Error::kBadField);
-  EXPECT_EQ(mutated(of(Opcode::kEndpointResponse), [](auto& b) { b[12 + 31] = 0x03; }), Error::kBadField);
+  auto bytes = encode_vec(d);
+  bytes[12 + 4 + 3] = 0x02;
+  reseal(bytes, header_size(Opcode::kWriteMiddle, true));
+  Packet out;
+  ASSERT_EQ(decode(bytes, out, {.verify_icrc = true}), Error::kOk);
+  EXPECT_EQ(out.tseth.ftype, 2);
+  EXPECT_EQ(mutated(of(Opcode::kProbe), [](auto& b) { b[12 + 15] = 0x00; }), Error::kOk);
+  EXPECT_EQ(mutated(of(Opcode::kEndpointRequest), [](auto& b) { b[12 + 15] = 0x0F; }), Error::kOk);
+  EXPECT_EQ(mutated(of(Opcode::kEndpointResponse), [](auto& b) { b[12 + 31] = 0x00; }), Error::kOk);
+  // What we send there: zeros.
+  const auto eeth = encode_vec(of(Opcode::kEndpointResponse));
+  EXPECT_EQ(eeth[12 + 30], 0);
+  EXPECT_EQ(eeth[12 + 31], 0);
 }
 
-TEST(WireDecode, TsBitOnControlPacketIsInvalid) {
+TEST(WireDecode, TsBitOnControlPacketIsIgnored) {
   for (Opcode op : test::kAllOpcodes) {
     if (is_data(op)) continue;
-    EXPECT_EQ(mutated(of(op), [](auto& b) { b[8] |= 0x10; }), Error::kBadField) << int(op);
+    auto bytes = encode_vec(of(op));
+    bytes[8] |= 0x10;
+    reseal(bytes, header_size(op, false));
+    Packet d;
+    ASSERT_EQ(decode(bytes, d, {.verify_icrc = true}), Error::kOk) << int(op);
+    EXPECT_TRUE(d.bth.ts);
+    EXPECT_FALSE(d.has_tseth);
   }
 }
 
@@ -178,15 +227,22 @@ TEST(WireDecode, ReservedBitsAreIgnored) {
     const std::size_t hs = header_size(op, p.has_tseth);
     std::uint8_t* h = bytes.data() + 12;
     bytes[8] |= 0x4F;  // BTH byte 8: reserved bit 6 and the low nibble
+    if (!is_data(op) && op != Opcode::kAck) {
+      h[0] = 0xFF;  // the reserved type/next_hdr prologue
+      h[1] |= 0x80;
+    }
     switch (op) {
       case Opcode::kSack:
-        h[1] |= 0x1D;       // SETH byte 1 reserved bits
-        h[12] = 0xAA;       // SETH byte 12
-        h[28 + 2] |= 0x80;  // CC_STATE reserved bit above ooo_count
+        h[1] |= 0x1D;                        // SETH byte 1 reserved bits
+        h[8] = h[9] = h[10] = h[11] = 0xFF;  // PDCID slots (svc_time only with ext)
+        h[12] = 0xAA;                        // SETH byte 12
+        h[16] |= 0x0F;                       // cc_flags (ext only)
+        h[28 + 2] |= 0x80;                   // CC_STATE reserved bit above ooo_count
         break;
       case Opcode::kNack:
         h[1] |= 0x7F;
         h[8] = h[9] = h[10] = h[11] = h[12] = h[17] = 0xFF;
+        h[16] |= 0x0F;
         break;
       case Opcode::kProbe:
         h[1] |= 0x7F;
@@ -197,13 +253,13 @@ TEST(WireDecode, ReservedBitsAreIgnored) {
       case Opcode::kEndpointRequest:
         h[1] |= 0x7C;
         h[2] = 0xFF;
+        h[8] = h[9] = h[10] = h[11] = 0xFF;  // reserved word (entropy only with ext)
         h[14] |= 0x7F;
         h[15] |= 0xF0;
         break;
       case Opcode::kEndpointResponse:
         h[1] |= 0x7C;
-        h[2] |= 0x7F;
-        for (int i = 16; i < 28; ++i) h[i] = 0xFF;
+        for (int i = 2; i < 28; ++i) h[i] = 0xFF;  // all reserved without ext
         h[30] = 0xFF;
         h[31] |= 0xF0;
         h[32] = h[33] = h[34] = h[35] = 0xFF;

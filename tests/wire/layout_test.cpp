@@ -3,6 +3,7 @@
 // stack with BTH byte 4 = 0xFF, payload, pad).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -76,8 +77,8 @@ TEST(WireLayout, DataPacketBthMethTsethRethImm) {
   p.payload = payload;
 
   const std::vector<std::uint8_t> expected = {
-      // BTH: opcode, SE|M|PadCnt=3|TVer=0, P_Key, resv8, DestQP, A|R|RTX|TS|0000, PSN
-      0xCB, 0xB0, 0x80, 0x01, 0x00, 0x12, 0x34, 0x56, 0xB0, 0xAB, 0xCD, 0xEF,
+      // BTH: opcode, M|SE|PadCnt=3|TVer=0 (M = bit 7, F3), P_Key, resv8, DestQP, A|R|RTX|TS|0000, PSN
+      0xCB, 0x70, 0x80, 0x01, 0x00, 0x12, 0x34, 0x56, 0xB0, 0xAB, 0xCD, 0xEF,
       // METH: RQMSN, MSN
       0x11, 0x22, 0x33, 0x44,
       // TSETH: tx_timestamp, tsr|reserved|ftype=1
@@ -86,14 +87,14 @@ TEST(WireLayout, DataPacketBthMethTsethRethImm) {
       0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0xCA, 0xFE, 0xBA, 0xBE, 0x00, 0x01, 0x00, 0x00,
       // ImmDt
       0xDE, 0xAD, 0xBE, 0xEF,
-      // payload, 3 pad bytes, ICRC (0x7EF7F505, little-endian)
-      'h', 'e', 'l', 'l', 'o', 0x00, 0x00, 0x00, 0x05, 0xF5, 0xF7, 0x7E};
+      // payload, 3 pad bytes, ICRC (0x283D1FB8, little-endian)
+      'h', 'e', 'l', 'l', 'o', 0x00, 0x00, 0x00, 0xB8, 0x1F, 0x3D, 0x28};
   EXPECT_EQ(encode_vec(p), expected);
   EXPECT_EQ(headers_of(p, 5), std::vector<std::uint8_t>(expected.begin(), expected.begin() + 40));
 
   Packet d;
   ASSERT_EQ(decode(expected, d, {.verify_icrc = true}), Error::kOk);
-  EXPECT_EQ(d.icrc, 0x7EF7F505u);
+  EXPECT_EQ(d.icrc, 0x283D1FB8u);
   EXPECT_EQ(d.bth.pad_cnt, 3);
   EXPECT_TRUE(d.bth.ts);
   EXPECT_TRUE(test::same_fields(d, test::expected_after_decode(p)));
@@ -109,10 +110,10 @@ TEST(WireLayout, BthBitsOneAtATime) {
   };
   EXPECT_EQ(bth(), (std::vector<std::uint8_t>{0xD1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
   p.bth.se = true;
-  EXPECT_EQ(bth()[1], 0x80);
+  EXPECT_EQ(bth()[1], 0x40);  // Keysight lists MigReq before SE; MRC-Client: M = bit 7 (F3)
   p.bth.se = false;
   p.bth.m = true;
-  EXPECT_EQ(bth()[1], 0x40);
+  EXPECT_EQ(bth()[1], 0x80);
   p.bth.m = false;
   p.bth.tver = 0xF;  // the encoder writes any 4-bit TVer (decode only accepts kTver)
   EXPECT_EQ(bth()[1], 0x0F);
@@ -174,23 +175,39 @@ TEST(WireLayout, SackSethAndCcState) {
   const std::vector<std::uint8_t> expected = {
       // BTH
       0xDC, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x11, 0x00, 0x00, 0x00, 0x00,
-      // SETH: type|next, next0|m=10|rrr|pr|r, ack_psn_offset=-2, entropy
-      0x00, 0x42, 0xFF, 0xFE, 0x89, 0xAB, 0xCD, 0xEF,
-      // svc_time (spdcid slot), probe_id (dpdcid slot), reserved, cack_psn
-      0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0xFF, 0xFE,
-      // cc_type|cc_flags, mpr, sack_offset=-300, sack_bitmap
-      0x53, 0x08, 0xFE, 0xD4, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+      // SETH: type|next, next0|m=10|rrr|pr|r, pr=1: probe_id in the ack_psn_offset bytes (F2), entropy
+      0x00, 0x42, 0x03, 0x04, 0x89, 0xAB, 0xCD, 0xEF,
+      // Source / Destination PDCID (0: svc_time only with ext), reserved, cack_psn
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFE,
+      // cc_type|cc_flags (0 without ext), mpr, sack_offset=-300, sack_bitmap
+      0x50, 0x08, 0xFE, 0xD4, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
       // CC_STATE: tx_timestamp, r|ooo_count, r_c|rcv_cwnd_pen, rcvd_bytes
       0x12, 0x34, 0x7F, 0xFF, 0xC5, 0xAB, 0xCD, 0xEF,
-      // ICRC 0x7CA09A9F little-endian
-      0x9F, 0x9A, 0xA0, 0x7C};
+      // ICRC little-endian
+      0xE7, 0x55, 0xE8, 0x7C};
   EXPECT_EQ(encode_vec(p), expected);
 
   Packet d;
   ASSERT_EQ(decode(expected, d, {.verify_icrc = true}), Error::kOk);
-  EXPECT_EQ(d.seth.ack_psn_offset, -2);
+  EXPECT_EQ(d.seth.probe_id, 0x0304);
+  EXPECT_EQ(d.seth.ack_psn_offset, 0);
   EXPECT_EQ(d.seth.sack_offset, -300);
   EXPECT_TRUE(test::same_fields(d, test::expected_after_decode(p)));
+
+  // With the project's extension: svc_time in the Source PDCID slot, cc_flags in byte 16.
+  std::vector<std::uint8_t> with_ext = expected;
+  with_ext[12 + 8] = 0x01;
+  with_ext[12 + 9] = 0x02;
+  with_ext[12 + 16] = 0x53;
+  const std::array<std::uint8_t, 4> ext_icrc = {0xB2, 0xD3, 0xEC, 0x0F};
+  std::copy(ext_icrc.begin(), ext_icrc.end(), with_ext.end() - 4);
+  EXPECT_EQ(encode_vec(p, true), with_ext);
+  ASSERT_EQ(decode(with_ext, d, {.verify_icrc = true, .ext = true}), Error::kOk);
+  EXPECT_TRUE(test::same_fields(d, test::expected_after_decode(p, true)));
+  // A non-probe SACK carries ack_psn_offset there.
+  s.pr = false;
+  EXPECT_EQ(headers_of(p, 0)[14], 0xFF);
+  EXPECT_EQ(headers_of(p, 0)[15], 0xFE);
 
   // m values and the pr bit in isolation.
   s = Seth{};
@@ -213,8 +230,8 @@ TEST(WireLayout, NackNeth) {
                                               0x01, 0x02, 0x03, 0x04,   // entropy
                                               0x00, 0x00, 0x00, 0x00,   // spdcid, dpdcid (reserved)
                                               0x00, 0x12, 0x34, 0x56,   // reserved, nack_psn
-                                              0x14, 0x00, 0xA5, 0xA5};  // cc_type|flags, rsvd, tx_ts
-  EXPECT_EQ(headers_of(p, 0), expected);
+                                              0x10, 0x00, 0xA5, 0xA5};  // cc_type|flags, rsvd, tx_ts
+  EXPECT_EQ(headers_of(p, 0), expected);                                // cc_flags only with ext
 }
 
 TEST(WireLayout, ProbePeth) {
@@ -241,7 +258,7 @@ TEST(WireLayout, EndpointRequestErth) {
   const auto h = headers_of(p, 0);
   EXPECT_EQ(h, (std::vector<std::uint8_t>{0xD8, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00,
                                           0xBE, 0xEF, 0x00, 0x01, 0x00, 0x11, 0x00, 0x00, 0x00, 0xF5,
-                                          0xC0, 0xFF, 0xEE, 0x01, 0x24, 0x68, 0x00, 0x01}));
+                                          0x00, 0x00, 0x00, 0x00, 0x24, 0x68, 0x00, 0x01}));  // reserved word
 }
 
 TEST(WireLayout, EndpointResponseEeth) {
@@ -253,18 +270,31 @@ TEST(WireLayout, EndpointResponseEeth) {
   p.eeth.svc_time_ns = 0x00001388;
   p.eeth.tx_timestamp = 0xFEDC;
   p.eeth.svc_time_valid = true;
+  p.eeth.port_status_valid = true;
   p.eeth.port_status_mask = 0x80000001;
-  const auto h = headers_of(p, 0);
+  // Without ext: op and tx_timestamp only, everything else reserved (Keysight, MRC-Client; F1).
+  auto h = headers_of(p, 0);
   ASSERT_EQ(h.size(), 48u);
-  const std::vector<std::uint8_t> eeth = {
-      0x00, 0x00, 0x80, 0x22,                          // type|next|rsvd|op=0, svc_time_valid, vendor_info
+  std::vector<std::uint8_t> eeth(36, 0);
+  eeth[28] = 0xFE;
+  eeth[29] = 0xDC;
+  EXPECT_EQ(std::vector<std::uint8_t>(h.begin() + 12, h.end()), eeth);
+  p.eeth.op = EpOp::kEvProbe;
+  EXPECT_EQ(headers_of(p, 0)[13], 0x01);  // op in bits 1-0 (F11)
+  p.eeth.op = EpOp::kPortStatusUpdate;
+  // With ext: the project's fields in the reserved bytes.
+  std::vector<std::uint8_t> out(kMaxHeaderSize);
+  Error err = Error::kBadField;
+  ASSERT_EQ(encode_headers(p, 0, out, &err, {.ext = true}), 48u);
+  const std::vector<std::uint8_t> ext = {
+      0x00, 0x00, 0xC0, 0x22,                          // prologue|op=0, svc_time_valid|mask_valid, vendor
       0x0A, 0x0B, 0x0C, 0x0D,                          // entropy
       0x00, 0x00, 0x13, 0x88,                          // svc_time_ns
       0x80, 0x00, 0x00, 0x01,                          // port_status_mask
       0,    0,    0,    0,    0, 0, 0, 0, 0, 0, 0, 0,  // reserved (12 bytes)
-      0xFE, 0xDC, 0x00, 0x01,                          // tx_timestamp, reserved|ftype=1
+      0xFE, 0xDC, 0x00, 0x00,                          // tx_timestamp, reserved
       0x00, 0x00, 0x00, 0x00};                         // reserved
-  EXPECT_EQ(std::vector<std::uint8_t>(h.begin() + 12, h.end()), eeth);
+  EXPECT_EQ(std::vector<std::uint8_t>(out.begin() + 12, out.begin() + 48), ext);
 }
 
 }  // namespace

@@ -29,17 +29,20 @@ TEST_P(WireRoundTrip, RandomFields) {
   for (int i = 0; i < kCasesPerOpcode; ++i) {
     // Mostly small payloads; every 50th case a large one.
     const Packet p = random_packet(r, op, payload, i % 50 == 0 ? 4096 : 64);
+    // Every other case with the project's wire extensions on both sides.
+    const bool ext = (i % 2) == 1;
     Error err = Error::kBufferTooSmall;
-    const std::size_t n = encode(p, buf, &err);
+    const std::size_t n = encode(p, buf, &err, {.ext = ext});
     ASSERT_EQ(err, Error::kOk) << i;
     const std::size_t hs = header_size(op, p.has_tseth);
     ASSERT_EQ(n, hs + p.payload.size() + (is_data(op) ? (4 - p.payload.size() % 4) % 4 : 0) + kIcrcSize);
     ASSERT_EQ(n % 4, 0u);
 
     Packet d;
-    ASSERT_EQ(decode(std::span<const std::uint8_t>(buf.data(), n), d, {.verify_icrc = true}), Error::kOk)
+    ASSERT_EQ(decode(std::span<const std::uint8_t>(buf.data(), n), d, {.verify_icrc = true, .ext = ext}),
+              Error::kOk)
         << i;
-    ASSERT_TRUE(same_fields(d, expected_after_decode(p))) << "case " << i;
+    ASSERT_TRUE(same_fields(d, expected_after_decode(p, ext))) << "case " << i;
     EXPECT_FALSE(d.trimmed);
     if (!p.payload.empty()) {
       EXPECT_EQ(d.payload.data(), buf.data() + hs);  // zero-copy view into the input
@@ -48,7 +51,8 @@ TEST_P(WireRoundTrip, RandomFields) {
 
     // Scatter/gather path: headers + caller-built trailer (pad + ICRC) give the same bytes.
     std::vector<std::uint8_t> hdr(kMaxHeaderSize);
-    const std::size_t hn = encode_headers(p, static_cast<std::uint32_t>(p.payload.size()), hdr, &err);
+    const std::size_t hn =
+        encode_headers(p, static_cast<std::uint32_t>(p.payload.size()), hdr, &err, {.ext = ext});
     ASSERT_EQ(err, Error::kOk);
     ASSERT_EQ(hn, hs);
     ASSERT_TRUE(std::equal(hdr.begin(), hdr.begin() + static_cast<std::ptrdiff_t>(hn), buf.begin()));
@@ -60,11 +64,11 @@ TEST_P(WireRoundTrip, RandomFields) {
     std::vector<std::uint8_t> trimmed(hdr.begin(), hdr.begin() + static_cast<std::ptrdiff_t>(hn));
     trimmed.insert(trimmed.end(), static_cast<std::size_t>(i % 7), 0xA5);
     Packet t;
-    ASSERT_EQ(decode(trimmed, t, {.verify_icrc = true, .trimmed = true}), Error::kOk);
+    ASSERT_EQ(decode(trimmed, t, {.verify_icrc = true, .ext = ext, .trimmed = true}), Error::kOk);
     EXPECT_TRUE(t.trimmed);
     EXPECT_TRUE(t.payload.empty());
     EXPECT_EQ(t.icrc, 0u);
-    Packet want = expected_after_decode(p);
+    Packet want = expected_after_decode(p, ext);
     want.payload = {};
     ASSERT_TRUE(same_fields(t, want)) << "trimmed case " << i;
   }
@@ -112,13 +116,13 @@ TEST(WireRoundTrip, ExtremeValues) {
     p.neth = {NackReason::kUnexpEvent, 0xFF, ~0u, 0xFFFFFF, 0xF, 0xF, 0xFFFF};
     p.peth = {0xFF, 0xFFFF, 0xFFFF, true};
     p.erth = {EpOp::kEvProbe, 0xFF, ~0u, ~0u, 0xFFFF, true};
-    p.eeth = {EpOp::kEvProbe, 0xFF, ~0u, ~0u, 0xFFFF, true, ~0u};
+    p.eeth = {EpOp::kEvProbe, 0xFF, ~0u, ~0u, 0xFFFF, true, true, ~0u};
     const std::vector<std::uint8_t> payload(7, 0xFF);
     if (is_data(op)) p.payload = payload;
-    const auto bytes = test::encode_vec(p);
+    const auto bytes = test::encode_vec(p, true);
     Packet d;
-    ASSERT_EQ(decode(bytes, d, {.verify_icrc = true}), Error::kOk);
-    EXPECT_TRUE(same_fields(d, expected_after_decode(p))) << static_cast<int>(op);
+    ASSERT_EQ(decode(bytes, d, {.verify_icrc = true, .ext = true}), Error::kOk);
+    EXPECT_TRUE(same_fields(d, expected_after_decode(p, true))) << static_cast<int>(op);
   }
 }
 

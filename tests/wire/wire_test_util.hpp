@@ -62,10 +62,13 @@ inline Packet random_packet(Rng& r, Opcode op, std::vector<std::uint8_t>& storag
       Seth& s = p.seth;
       s.m = static_cast<SackMode>(r.below(3));
       s.pr = coin(r);
-      s.ack_psn_offset = static_cast<std::int16_t>(bits(r, 16));
+      // ack_psn_offset and probe_id share bytes 2-3 (F2): a SACK carries the one its pr selects.
+      if (s.pr)
+        s.probe_id = static_cast<std::uint16_t>(bits(r, 16));
+      else
+        s.ack_psn_offset = static_cast<std::int16_t>(bits(r, 16));
       s.entropy = bits(r, 32);
       s.svc_time = static_cast<std::uint16_t>(bits(r, 16));
-      s.probe_id = static_cast<std::uint16_t>(bits(r, 16));
       s.cack_psn = bits(r, 24);
       s.cc_type = static_cast<std::uint8_t>(bits(r, 4));
       s.cc_flags = static_cast<std::uint8_t>(bits(r, 4));
@@ -109,6 +112,7 @@ inline Packet random_packet(Rng& r, Opcode op, std::vector<std::uint8_t>& storag
       p.eeth.svc_time_ns = bits(r, 32);
       p.eeth.tx_timestamp = static_cast<std::uint16_t>(bits(r, 16));
       p.eeth.svc_time_valid = coin(r);
+      p.eeth.port_status_valid = coin(r);
       p.eeth.port_status_mask = bits(r, 32);
       break;
     default:
@@ -119,7 +123,8 @@ inline Packet random_packet(Rng& r, Opcode op, std::vector<std::uint8_t>& storag
 
 /// What the decoder must reproduce from an encoded `sent` packet: the fields the encoder fills in
 /// (pad_cnt, ts) computed, and the headers that do not belong to the opcode at their defaults.
-inline Packet expected_after_decode(const Packet& sent) {
+/// Without `ext` (on both sides) the project's extension fields come back 0.
+inline Packet expected_after_decode(const Packet& sent, bool ext = false) {
   Packet e;
   const Opcode op = sent.bth.opcode;
   e.bth = sent.bth;
@@ -140,6 +145,22 @@ inline Packet expected_after_decode(const Packet& sent) {
   if (op == Opcode::kProbe) e.peth = sent.peth;
   if (op == Opcode::kEndpointRequest) e.erth = sent.erth;
   if (op == Opcode::kEndpointResponse) e.eeth = sent.eeth;
+  if (op == Opcode::kSack) {
+    if (e.seth.pr)
+      e.seth.ack_psn_offset = 0;
+    else
+      e.seth.probe_id = 0;
+  }
+  if (!ext) {
+    e.seth.svc_time = 0;
+    e.seth.cc_flags = 0;
+    e.neth.cc_flags = 0;
+    e.erth.entropy = 0;
+    e.eeth = Eeth{};
+    e.eeth.op = sent.eeth.op;
+    e.eeth.tx_timestamp = sent.eeth.tx_timestamp;
+    if (op != Opcode::kEndpointResponse) e.eeth = Eeth{};
+  }
   return e;
 }
 
@@ -163,10 +184,10 @@ inline ::testing::AssertionResult same_fields(const Packet& a, const Packet& b) 
 }
 
 /// Encodes `p` into a fresh vector (test convenience).
-inline std::vector<std::uint8_t> encode_vec(const Packet& p) {
+inline std::vector<std::uint8_t> encode_vec(const Packet& p, bool ext = false) {
   std::vector<std::uint8_t> buf(kMaxHeaderSize + p.payload.size() + 8);
   Error err = Error::kBufferTooSmall;
-  const std::size_t n = encode(p, buf, &err);
+  const std::size_t n = encode(p, buf, &err, {.ext = ext});
   EXPECT_EQ(err, Error::kOk) << to_string(err);
   buf.resize(n);
   return buf;
