@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A blind attacker on loopback during a verified `mrc perf` transfer (docs/security.md): mrc_forge
-# sends, from the peers' own addresses, a wrong-rkey write sweep to the server (QPNs 0x10-0x14, every
+# sends, from the peers' own addresses, a wrong-rkey write sweep to the server (QPNs 0x10-0x11, every
 # 1024th PSN: the responder NAKs the real client), access-error NAK and UNEXP_EVENT sweeps straight
 # to the client, and port-status updates with mask 0 and with only the arrival plane to both. The
 # transfer must still complete with every byte verified and both processes exit 0; the counters
@@ -30,8 +30,8 @@ PIDS+=("$SRV")
 wait_for "$WORK/srv.err" 'waiting on' "$SRV"
 PORT=$(grep -o 'waiting on 127.0.0.1:[0-9]*' "$WORK/srv.err" | grep -o '[0-9]*$')
 [[ -n $PORT ]] || fail "the server printed no port"
-# A long verified run (5 s of 64 KiB writes) so the attack lands while data is in flight.
-timeout 100 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local $C1,$C2 $AUTH -s 64KiB -D 5 --window 8MiB \
+# A long verified run (8 s of 64 KiB writes) so the attack lands while data is in flight.
+timeout 100 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local $C1,$C2 $AUTH -s 64KiB -D 8 --window 8MiB \
   --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
 CLI=$!
 PIDS+=("$CLI")
@@ -42,18 +42,16 @@ attack() {  # name, then mrc_forge arguments
   local name=$1; shift
   "$FORGE" "$@" >>"$WORK/forge.out" 2>&1 || fail "mrc_forge $name failed"
 }
-for round in 1 2; do
-  for m in 0 1 2; do  # mask 0, and masks that leave out the other plane
-    attack ps-srv --mode port-status --mask $m --to $S1,$S2 --from $C1 --repeat 8
-    attack ps-cli --mode port-status --mask $m --to $C1,$C2 --from $S1 --repeat 8
-  done
-  # Toward the server, as if from the client (plane by plane: the source must be that plane's).
-  attack write1 --mode write --to $S1 --from $C1 --qpn 16-20 --repeat 2
-  attack write2 --mode write --to $S2 --from $C2 --qpn 16-20 --repeat 2
-  # Toward the client, as if from the server.
-  attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-20
-  attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-20
+for m in 0 1 2; do  # mask 0, and masks that leave out the other plane
+  attack ps-srv --mode port-status --mask $m --to $S1,$S2 --from $C1 --repeat 8
+  attack ps-cli --mode port-status --mask $m --to $C1,$C2 --from $S1 --repeat 8
 done
+# Toward the server, as if from the client (plane by plane: the source must be that plane's).
+attack write1 --mode write --to $S1 --from $C1 --qpn 16-17
+attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
+# Toward the client, as if from the server.
+attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-17
+attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-17
 kill -0 "$CLI" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 
 rc=0; wait "$CLI" || rc=$?

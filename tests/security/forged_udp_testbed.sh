@@ -26,21 +26,19 @@ IFS=, read -r S1 S2 <<<"$H2"
 SRV_PID=$!
 wait_for "$WORK/srv.err" 'waiting on' "$SRV_PID"
 "$TB" exec h1 -- timeout 100 "$MRC" perf --client "$S1" -p 18640 --local "$H1" --remote "$H2" $AUTH -s 64KiB \
-  -D 5 --window 8MiB --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
+  -D 8 --window 8MiB --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
 CLI_PID=$!
 wait_for "$WORK/srv.err" 'serving the client' "$SRV_PID"
 sleep 0.3
 forge() { "$TB" exec h3 -- "$FORGE" --spoof "$@" >>"$WORK/forge.out" 2>&1 || fail "mrc_forge $* failed: $(tail -3 "$WORK/forge.out")"; }
-for round in 1 2; do
-  for m in 0 1 2; do
-    forge --mode port-status --mask $m --to "$S1,$S2" --from "$C1" --repeat 8
-    forge --mode port-status --mask $m --to "$C1,$C2" --from "$S1" --repeat 8
-  done
-  forge --mode write --to "$S1" --from "$C1" --qpn 16-20 --repeat 2
-  forge --mode write --to "$S2" --from "$C2" --qpn 16-20 --repeat 2
-  forge --mode nak --to "$C1" --from "$S1" --qpn 16-20
-  forge --mode unexp --to "$C2" --from "$S2" --qpn 16-20
+for m in 0 1 2; do
+  forge --mode port-status --mask $m --to "$S1,$S2" --from "$C1" --repeat 8
+  forge --mode port-status --mask $m --to "$C1,$C2" --from "$S1" --repeat 8
 done
+forge --mode write --to "$S1" --from "$C1" --qpn 16-17
+forge --mode write --to "$S2" --from "$C2" --qpn 16-17
+forge --mode nak --to "$C1" --from "$S1" --qpn 16-17
+forge --mode unexp --to "$C2" --from "$S2" --qpn 16-17
 kill -0 "$CLI_PID" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 rc=0; wait "$CLI_PID" || rc=$?
 CLI_PID=
