@@ -68,6 +68,15 @@ class EvManager {
   std::uint16_t find(std::uint32_t value, std::uint8_t port) const;
   std::size_t size() const { return slots_.size(); }
   bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
+  /// Active EVs on usable ports.
+  std::uint32_t active_usable() const;
+  /// Per-EV loss history for blaming (D43): confirmed losses in its current window, and the QP's
+  /// first-transmission count when the window started (at its first loss).
+  struct LossHistory {
+    std::uint32_t losses = 0;
+    std::uint64_t since = 0;
+  };
+  LossHistory& loss_history(std::uint16_t slot) { return slots_[slot].loss; }
 
   // Feedback.
   void on_skip_signal(std::uint16_t slot, EvCause cause, Time now);
@@ -119,6 +128,7 @@ class EvManager {
     Time skip_until = 0;
     Time next_probe = 0;
     Time delivered_sent = 0;  ///< send time of the latest acknowledged first transmission on it
+    LossHistory loss;
   };
 
   void set_state(std::uint16_t slot, EvState to, EvCause cause, Time now);
@@ -135,7 +145,6 @@ class EvManager {
   void place_good(std::uint16_t slot);
   void refresh_next_probe();
   Duration probe_backoff(const Slot& s) const { return params_.probe_interval << s.probe_fails; }
-  std::uint32_t active_usable() const;
 
   std::vector<Slot> slots_;
   std::vector<std::vector<std::uint16_t>> good_;    ///< per port: active GOOD slots

@@ -29,6 +29,7 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   p.burst = ep.config().tun.ev_burst;
   evm_.init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
   update_timing();
+  update_pto();
   rq_.assign(cfg_.rq_depth, 0);  // receive WRs may be posted from INIT on
   plane_delivered_sent_.assign(ep.config().num_ports, 0);
   plane_losses_.assign(ep.config().num_ports, 0);
@@ -126,11 +127,13 @@ void Qp::on_rtt_sample(Duration rtt) {
   if (srtt_ == 0) {
     srtt_ = rtt;
     rttvar_ = rtt / 2;
+    update_pto();
     return;
   }
   const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
   rttvar_ = (3 * rttvar_ + err) / 4;
   srtt_ = (7 * srtt_ + rtt) / 8;
+  update_pto();
 }
 
 Duration Qp::probe_wait() const {
@@ -143,15 +146,18 @@ Duration Qp::probe_wait() const {
 Duration Qp::reorder_window() const {
   const Tunables& t = ep_.config().tun;
   if (t.reorder_window) return t.reorder_window;
-  // Spraying reorders by up to the spread of path delays (queueing included): allow one base RTT
-  // or the observed spread, whichever is larger.
+  // D43: a quarter of the base RTT (RFC 8985's min_RTT/4); the reordering measured beyond RACK's
+  // RTT (late deliveries, spurious retransmissions), at most one srtt; and the spread of RTTs that
+  // queueing adds (srtt - base RTT + 4 rttvar: packets sprayed over queues of different depths).
   const Duration spread = srtt_ > base_rtt_ ? srtt_ - base_rtt_ + 4 * rttvar_ : 4 * rttvar_;
-  return std::max(base_rtt_, spread);
+  return std::max({base_rtt_ / 4, std::min(reo_seen_, std::max(base_rtt_, srtt_)), spread});
 }
 
 Duration Qp::tail_probe_delay() const {
   const Duration d = ep_.config().tun.tail_probe_delay;
-  return d ? d : 2 * std::max(base_rtt_, srtt_);
+  // D43: the newest packet's SACK is due after about srtt; allow the larger of the reorder window
+  // and 4 rttvar beyond it.
+  return d ? d : std::max(srtt_, base_rtt_) + std::max(reorder_window(), 4 * rttvar_);
 }
 
 Duration Qp::rto() const {
@@ -225,6 +231,7 @@ Time Qp::next_deadline() const {
     const Duration r = rto();
     if (r != kNever) t = std::min(t, ring_[list_head_].sent + r);
     if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
+    t = std::min(t, rack_timer_);
   }
   t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
@@ -247,6 +254,7 @@ void Qp::on_timer(Time now) {
     --live_probes_;
     if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot, now);
   }
+  if (rack_timer_ <= now) detect_losses(now);
   if (list_head_ != kNil) {
     const Duration r = rto();
     if (r != kNever && ring_[list_head_].sent + r <= now) on_rto(now);
@@ -279,8 +287,14 @@ bool Qp::poll_ctrl(TxPacket& out, std::uint32_t ports, Time now) {
   ctrl_head_ = (ctrl_head_ + 1) % static_cast<std::uint32_t>(ctrl_.size());
   --ctrl_count_;
   if (sack_more_) {
-    CtrlTx more = c;
-    more.pr = false;
+    // The rest of the arrivals (D3). It answers no packet: no trigger, no echo, no probe (the
+    // trigger's PSN may be a probe's, which a later data packet takes, D22).
+    CtrlTx more;
+    more.op = wire::Opcode::kSack;
+    more.no_trigger = true;
+    more.port = c.port;
+    more.entropy = c.entropy;
+    more.arrived = now;
     queue_ctrl(more);
   }
   return true;
@@ -300,11 +314,13 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
     if (list_head_ == kNil) {
       tail_probe_at_ = kNever;
     } else {
-      const std::uint16_t slot = evm_.pick(ports);
-      if (slot != EvManager::kNone && send_probe(out, slot, true, now)) {
-        tail_probe_at_ = now + tail_probe_delay();
-        return true;
-      }
+      // Tail-loss probe (D43): no SACK for the newest packet within a PTO. Resend it (RFC 8985's
+      // TLP): if it was lost the resend repairs it; either way its SACK, which names the resend,
+      // lets RACK judge every packet sent before.
+      if (tlp_backoff_ < 4) ++tlp_backoff_;
+      update_pto();
+      mark_lost(psn_of(list_tail_), LossCause::kTail, now);
+      tail_probe_at_ = now + pto_;
     }
   }
   // 2. Retransmissions, oldest gap first.

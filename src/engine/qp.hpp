@@ -89,7 +89,8 @@ class Qp {
     std::uint16_t suspect_slot = EvManager::kNone;
     std::uint8_t suspect_cause = 0;  ///< EvCause
   };
-  enum class LossCause : std::uint8_t { kNack, kLoss, kTimeout, kPort };
+  /// kTail: retransmitted as a tail-loss probe (D43; counted with rtx_loss).
+  enum class LossCause : std::uint8_t { kNack, kLoss, kTimeout, kPort, kTail };
   struct Probe {  ///< an outstanding reliability probe
     std::uint16_t id = 0;
     std::uint16_t ev_slot = EvManager::kNone;
@@ -123,6 +124,12 @@ class Qp {
   Duration reorder_window() const;
   Duration probe_wait() const;
   Duration tail_probe_delay() const;
+  /// A packet was delivered `excess` after RACK's expectation (sent + rack_rtt_): reordering the
+  /// reorder window must cover (D43).
+  void note_reordering(Duration excess);
+  /// A loss on `slot` confirmed by its retransmission's SACK (D43): blame the EV only when it loses
+  /// clearly more than the QP's other EVs.
+  void on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now);
   void update_timing();
   void on_rtt_sample(Duration rtt);
   void ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent);
@@ -149,6 +156,7 @@ class Qp {
     std::uint8_t cc_flags = 0;
     wire::SackMode m = wire::SackMode::kNone;
     bool pr = false;
+    bool no_trigger = false;  ///< a continuation SACK (D3): answers no packet
     std::uint16_t probe_id = 0;
     std::uint16_t tx_timestamp = 0;
     Time arrived = 0;
@@ -197,8 +205,18 @@ class Qp {
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
   std::uint32_t list_head_ = kNil, list_tail_ = kNil;
   std::uint32_t rtx_pending_ = 0;
-  std::uint32_t rtx_scan_ = 0;  ///< no lost packet below this PSN
-  Time rack_sent_ = 0;          ///< send time of the most recently sent packet known delivered
+  std::uint32_t rtx_scan_ = 0;    ///< no lost packet below this PSN
+  Time rack_sent_ = 0;            ///< send time of the most recently sent packet known delivered
+  Duration rack_rtt_ = 0;         ///< RTT of that packet (D43: lost at sent + rack_rtt_ + reorder window)
+  Time rack_timer_ = kNever;      ///< reorder timer: when the oldest packet sent before rack_sent_ is lost
+  Duration reo_seen_ = 0;         ///< reordering measured beyond rack_rtt_ (decaying max, D43)
+  std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
+  Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
+  void update_pto() { pto_ = tail_probe_delay() << tlp_backoff_; }
+  /// Loss-rate window for blaming (D43): first transmissions counted from this tx_data value, and
+  /// confirmed losses among them.
+  std::uint64_t blame_mark_ = 0;
+  std::uint32_t blame_losses_ = 0;
   Time last_progress_ = 0;
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;
@@ -237,11 +255,13 @@ class Qp {
   std::uint16_t rq_next_deliver_ = 0;
   std::vector<std::uint64_t> rq_;  ///< posted receive WR ids (ring)
   std::uint32_t rq_head_ = 0, rq_count_ = 0;
-  std::uint8_t mpr_adv_ = 0;       ///< dynamic MPR we advertise (0 = static mpr_dest)
-  bool ack_req_pending_ = false;   ///< an A-bit packet arrived above a hole ...
-  std::uint32_t ack_req_psn_ = 0;  ///< ... this one: SACK when the expected PSN passes it
-  bool sack_more_ = false;         ///< the SACK just built could not report every new arrival
-  bool unrep_valid_ = false;       ///< received PSNs not yet covered by any SACK bitmap
+  std::uint8_t mpr_adv_ = 0;         ///< dynamic MPR we advertise (0 = static mpr_dest)
+  bool ack_req_pending_ = false;     ///< an A-bit packet arrived above a hole ...
+  std::uint32_t ack_req_psn_ = 0;    ///< ... this one: SACK when the expected PSN passes it
+  bool sack_more_ = false;           ///< the SACK just built could not report every new arrival
+  bool acked_req_valid_ = false;     ///< a SACK answered a message's last packet ...
+  std::uint32_t acked_req_psn_ = 0;  ///< ... at this PSN, the highest: later arrivals below it are late
+  bool unrep_valid_ = false;         ///< received PSNs not yet covered by any SACK bitmap
   std::uint32_t unrep_lo_ = 0, unrep_hi_ = 0;
 };
 

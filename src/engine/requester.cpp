@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 
 #include "engine/qp.hpp"
 
@@ -113,6 +114,7 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
         ++ctr_.rtx_nack;
         break;
       case LossCause::kLoss:
+      case LossCause::kTail:
         ++ctr_.rtx_loss;
         break;
       case LossCause::kTimeout:
@@ -129,12 +131,11 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   r.sent = now;
   r.ev_slot = slot;
   if (r.tx_count < 255) ++r.tx_count;
-  const bool was_idle = list_head_ == kNil;
+  if (list_head_ == kNil) last_progress_ = now;
   list_push(ring_idx(psn));
-  if (was_idle) {
-    last_progress_ = now;
-    tail_probe_at_ = now + tail_probe_delay();
-  }
+  // Tail-loss probe (D43): due one PTO after the newest transmission, doubled per probe since the
+  // last progress. Anything sent before a delivered packet is RACK's job, so only the newest matters.
+  tail_probe_at_ = now + pto_;
   return finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
 }
 
@@ -165,6 +166,7 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
     case LossCause::kNack:
       break;  // the NACK handler informs CC and the EV manager
     case LossCause::kLoss:
+    case LossCause::kTail:
     case LossCause::kTimeout:
       if (ep_.config().tun.loss_is_congestion)
         cc_.on_inferred_loss(bytes, now);
@@ -173,9 +175,10 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
       if (r.ev_slot != EvManager::kNone) {
         r.suspect_slot = r.ev_slot;
         r.suspect_cause =
-            static_cast<std::uint8_t>(cause == LossCause::kLoss ? EvCause::kLoss : EvCause::kTimeout);
+            static_cast<std::uint8_t>(cause == LossCause::kTimeout ? EvCause::kTimeout : EvCause::kLoss);
         const std::uint8_t plane = evm_.ev(r.ev_slot).port;
-        if (r.sent > plane_delivered_sent_[plane]) {
+        // A tail-loss probe is a guess, not evidence against the plane (D18).
+        if (cause != LossCause::kTail && r.sent > plane_delivered_sent_[plane]) {
           ++plane_losses_[plane];
           infer_plane_failure(plane, now);
         }
@@ -200,6 +203,9 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) 
   if (r.flags & kLost) {
     r.flags &= static_cast<std::uint8_t>(~kLost);
     if (rtx_pending_ > 0) --rtx_pending_;
+    // Declared lost by RACK but delivered after all: reordering the window did not cover.
+    if (r.tx_count == 1 && static_cast<LossCause>(r.lost_cause) == LossCause::kLoss)
+      note_reordering(reorder_window());  // widen by a quarter
   }
   r.suspect_slot = EvManager::kNone;  // judged (if at all) by handle_sack from its trigger
   // Only first transmissions say unambiguously when the delivered copy was sent.
@@ -247,11 +253,67 @@ void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
 }
 
 void Qp::detect_losses(Time now) {
-  const Duration reo = reorder_window();
+  // RACK (RFC 8985 as the model, D43): a packet sent before the newest delivered one is lost once
+  // it is a reorder window later than that packet's RTT would bring its SACK; until then the
+  // reorder timer waits for it. The list is in send order, so its head decides.
+  rack_timer_ = kNever;
+  const Duration wait = rack_rtt_ + reorder_window();
   while (list_head_ != kNil) {
     const TxRec& r = ring_[list_head_];
-    if (r.sent + reo > rack_sent_) break;
+    if (r.sent >= rack_sent_) break;  // nothing sent after it is known delivered: the tail probe's job
+    if (r.sent + wait > now) {
+      rack_timer_ = r.sent + wait;
+      break;
+    }
     mark_lost(psn_of(list_head_), LossCause::kLoss, now);
+  }
+}
+
+void Qp::note_reordering(Duration excess) {
+  // Up at once (with a quarter more as margin), down by 1/256 of the difference per sample.
+  const Duration want = excess + excess / 4;
+  if (want > reo_seen_)
+    reo_seen_ = want;
+  else
+    reo_seen_ -= (reo_seen_ - want) / 256;
+  update_pto();
+}
+
+void Qp::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
+  // D43: random loss hits every EV alike and must not retire any; a dead or gray path loses more
+  // than the others. The QP's confirmed-loss rate over its recent first transmissions is the
+  // reference. An EV's window starts at its first loss; each further loss asks how likely that many
+  // losses in the packets it carried since (about sent/active EVs) would be at the other EVs' rate
+  // (Poisson tail), and blames the EV below 1/1000. One loss never blames; a dead EV is blamed at
+  // its second loss when nothing else loses, at its third with 1 % loss everywhere.
+  const std::uint64_t sent = ctr_.tx_data;
+  ++blame_losses_;
+  if (sent - blame_mark_ > (1u << 16)) {  // keep the rate recent: halve the window
+    blame_mark_ += (sent - blame_mark_) / 2;
+    blame_losses_ = (blame_losses_ + 1) / 2;
+  }
+  EvManager::LossHistory& h = evm_.loss_history(slot);
+  const double active = std::max<std::uint32_t>(evm_.active_usable(), 1);
+  const double carried = static_cast<double>(sent - h.since) / active + 1.0;
+  if (h.losses == 0 || carried > 4096.0) {
+    h.losses = 1;
+    h.since = sent;
+    return;
+  }
+  ++h.losses;
+  const double others = blame_losses_ > h.losses ? blame_losses_ - h.losses : 0;
+  const double rate = others / static_cast<double>(std::max<std::uint64_t>(sent - blame_mark_, 1));
+  const double lambda = carried * rate;
+  // P(Poisson(lambda) >= k), k = losses after the first.
+  const std::uint32_t k = h.losses - 1;
+  double term = std::exp(-lambda), below = 0;
+  for (std::uint32_t i = 0; i < k; ++i) {
+    below += term;
+    term *= lambda / (i + 1);
+  }
+  if (1.0 - below < 1e-3) {
+    h.losses = 0;
+    evm_.on_failure(slot, cause, now);
   }
 }
 
@@ -355,28 +417,47 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
     mark_acked(psn, newly, newest_sent);
   }
 
+  // The trigger must be a packet this SACK acknowledges (cumulatively or in its bitmap): a SACK
+  // that names another PSN (a continuation SACK, a stale or forged one) says nothing about when any
+  // packet arrived, and its RTT sample would be bogus (a PSN sent after the SACK was built).
+  const std::int32_t trig_bit = psn_diff(trigger, base);
+  const bool trigger_acked =
+      trigger_known &&
+      (psn_lt(trigger, new_una) || (trig_bit >= 0 && trig_bit < 64 && ((s.sack_bitmap >> trig_bit) & 1u)));
   const bool ecn = s.m == wire::SackMode::kSkipOnce || (s.cc_flags & wire::cc_flags::kEcnEcho);
   cc::AckSample sample;
   sample.newly_acked_bytes = newly;
   sample.ecn_echo = ecn;
   sample.rcv_cwnd_pen = s.cc.rcv_cwnd_pen;
   sample.restore_cwnd = s.cc.restore_cwnd;
-  if (trigger_known) {
+  if (trigger_acked) {
     const bool rtx_echo = s.cc_flags & wire::cc_flags::kRtxEcho;
+    const bool dup_echo = s.cc_flags & wire::cc_flags::kDupEcho;
     const Duration svc =
         (s.cc_flags & wire::cc_flags::kSvcTime) ? Duration{s.svc_time} * wire::kSvcUnitNs : 0;
-    if (((trig.tx_count == 1 && !rtx_echo) || (trig.tx_count == 2 && rtx_echo)) && now > trig.sent + svc) {
+    const bool unambiguous = (trig.tx_count == 1 && !rtx_echo) || (trig.tx_count >= 2 && rtx_echo);
+    if (unambiguous && trig.tx_count <= 2 && now > trig.sent + svc) {
+      const Duration rtt = now - trig.sent - svc;
       sample.rtt_valid = true;
-      sample.rtt_ns = now - trig.sent - svc;
-      on_rtt_sample(sample.rtt_ns);
+      sample.rtt_ns = rtt;
+      on_rtt_sample(rtt);
+      // RACK: this copy's send time is known delivered. A first transmission delivered after one
+      // sent later had been reported shows how far the paths reorder beyond that one's RTT.
+      if (trig.tx_count == 1)
+        note_reordering(trig.sent < rack_sent_ && rtt > rack_rtt_ ? rtt - rack_rtt_ : 0);
+      if (trig.sent > rack_sent_) {
+        rack_sent_ = trig.sent;
+        rack_rtt_ = rtt;
+      }
     }
-    if (trig.suspect_slot != EvManager::kNone && rtx_echo) {
-      // This SACK answers a retransmission: a duplicate means the original did arrive (its SACK
-      // was lost); otherwise the original was lost and its path is to blame.
-      if (s.cc_flags & wire::cc_flags::kDupEcho)
-        ++ctr_.rtx_spurious;
-      else
-        evm_.on_failure(trig.suspect_slot, static_cast<EvCause>(trig.suspect_cause), now);
+    if (rtx_echo && dup_echo && trig.tx_count >= 2) {
+      // Counted below.
+    } else if (trig.suspect_slot != EvManager::kNone && trig.tx_count >= 2 && (rtx_echo || s.cc_flags == 0)) {
+      // This SACK answers a retransmission and no duplicate: the original was lost (D7b); its
+      // path is blamed only if it loses more than the others (D43). A peer that sends no cc_flags
+      // (no wire extension) cannot say which copy arrived: the loss counts, and the statistics
+      // of D43 keep lost SACKs, which hit every EV alike, from blaming any one.
+      on_confirmed_loss(trig.suspect_slot, static_cast<EvCause>(trig.suspect_cause), now);
     }
     std::uint16_t slot = trig.ev_slot;
     if (slot == EvManager::kNone || evm_.ev(slot).value != s.entropy) slot = EvManager::kNone;
@@ -387,22 +468,38 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
         evm_.on_skip_signal(slot, EvCause::kEcnEcho, now);
     }
   }
+  if (!s.pr && (s.cc_flags & wire::cc_flags::kRtxEcho) && (s.cc_flags & wire::cc_flags::kDupEcho)) {
+    // A retransmission that arrived as a duplicate: the original had arrived (spurious). It widens
+    // the reorder window (D43), like a DSACK in RFC 8985. Its PSN is usually acknowledged already,
+    // so the trigger's record cannot say more.
+    ++ctr_.rtx_spurious;
+    note_reordering(reorder_window());
+  }
   if (s.pr) {
     Probe& pr = probes_[s.probe_id % std::size(probes_)];
     if (pr.live && pr.id == s.probe_id) {
       pr.live = false;
       --live_probes_;
-      // Everything sent a reorder window before the probe should have been reported by now.
-      rack_sent_ = std::max(rack_sent_, pr.sent);
+      // Everything sent before the probe should have been reported by now.
+      if (pr.sent > rack_sent_) {
+        rack_sent_ = pr.sent;
+        rack_rtt_ = now - pr.sent;
+      }
       if (!pr.tail && pr.ev_slot != EvManager::kNone) evm_.on_probe_success(pr.ev_slot, now);
     }
   }
   if (s.mpr != 0) peer_mpr_adv_ = s.mpr;
-  rack_sent_ = std::max(rack_sent_, newest_sent);
+  if (newest_sent > rack_sent_) {
+    rack_sent_ = newest_sent;
+    rack_rtt_ = now - newest_sent;  // includes SACK coalescing, as RFC 8985's RACK.rtt
+  }
   if (newly > 0) {
     retries_ = 0;
     last_progress_ = now;
-    tail_probe_at_ = now + tail_probe_delay();
+    if (tlp_backoff_ != 0) {
+      tlp_backoff_ = 0;
+      update_pto();
+    }
   }
   cc_.on_ack(sample, now);
   detect_losses(now);
@@ -457,7 +554,10 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
     std::uint32_t newly = 0;
     Time newest = 0;
     ack_cumulative(new_una, newly, newest);
-    rack_sent_ = std::max(rack_sent_, newest);
+    if (newest > rack_sent_) {
+      rack_sent_ = newest;
+      rack_rtt_ = now - newest;
+    }
     cc::AckSample s;
     s.newly_acked_bytes = newly;
     cc_.on_ack(s, now);

@@ -251,7 +251,19 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
     if (!ack_req_pending_ || psn_lt(ack_req_psn_, psn)) ack_req_psn_ = psn;
     ack_req_pending_ = true;
   }
-  if (meta.ecn_ce || p.bth.rtx || p.bth.ack_req || fills_requested ||
+  // A packet arriving below a message's last packet, already answered, is late: the requester knows later
+  // packets arrived and its reorder timer runs on this one, and no other trigger may come (the
+  // message's last packet was answered), so it is reported at once (D43).
+  const bool late = acked_req_valid_ && psn_lt(psn, acked_req_psn_);
+  using wire::Opcode;
+  const Opcode op = p.bth.opcode;
+  const bool msg_last = op == Opcode::kWriteLast || op == Opcode::kWriteLastImm || op == Opcode::kWriteOnly ||
+                        op == Opcode::kWriteOnlyImm;
+  if (msg_last && p.bth.ack_req && (!acked_req_valid_ || psn_lt(acked_req_psn_, psn))) {
+    acked_req_valid_ = true;
+    acked_req_psn_ = psn;
+  }
+  if (meta.ecn_ce || p.bth.rtx || p.bth.ack_req || fills_requested || late ||
       unacked_bytes_ >= ep_.config().tun.sack_bytes_threshold)
     queue_sack(p, meta, now, false, 0);
 }
@@ -294,6 +306,8 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
     s.cack_psn = cack;
     const std::int32_t trig = psn_diff(c.psn, cack);
     s.ack_psn_offset = static_cast<std::int16_t>(trig >= -32768 && trig <= 32767 ? trig : 0);
+    // A continuation names no trigger: -32768 lies below any requester window (at most 32,640).
+    if (c.no_trigger) s.ack_psn_offset = -32768;
     s.cc_flags = c.cc_flags;
     const Duration svc = now > c.arrived ? now - c.arrived : 0;
     s.svc_time = static_cast<std::uint16_t>(std::min<Duration>(svc / wire::kSvcUnitNs, 0xFFFF));

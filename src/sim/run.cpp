@@ -370,6 +370,8 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
       pc.ev_transitions += x.ev_transitions + b->counters().ev_transitions;
       pc.tx_sack += b->counters().tx_sack;
       pc.tx_nack += b->counters().tx_nack;
+      pc.rtx_spurious += x.rtx_spurious;
+      pc.rx_dup += b->counters().rx_dup;
     }
     r.tx_data += pc.tx_data;
     r.tx_rtx += pc.tx_rtx;
@@ -379,6 +381,8 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     r.rtx_timeout += pc.rtx_timeout;
     r.rtx_port += pc.rtx_port;
     r.ev_transitions += pc.ev_transitions;
+    r.rtx_spurious += pc.rtx_spurious;
+    r.rx_dup += pc.rx_dup;
     r.tx_sack += roce ? pc.tx_ack : pc.tx_sack;
     r.tx_nack += pc.tx_nack;
   }

@@ -86,7 +86,10 @@ struct RunResult {
   std::uint64_t tx_data = 0, tx_rtx = 0, tx_sack = 0, tx_nack = 0, timeouts = 0;
   std::uint64_t rtx_nack = 0, rtx_loss = 0, rtx_timeout = 0, rtx_port = 0;  ///< senders, by cause
   std::uint64_t ev_transitions = 0;                                         ///< all QPs
-  std::uint64_t tx_cnp = 0;                                                 ///< RoCE CNPs
+  /// MRC: retransmissions the requester learnt were spurious (D7b duplicate echo), and duplicate
+  /// data arrivals counted by the responders (every spurious retransmission that arrived).
+  std::uint64_t rtx_spurious = 0, rx_dup = 0;
+  std::uint64_t tx_cnp = 0;        ///< RoCE CNPs
   std::uint32_t failed = 0;        ///< connections with a part completed in error
   std::uint64_t bytes_failed = 0;  ///< application bytes whose WRITE completed in error
   double last_finish_us = 0;       ///< latest sender completion (collective completion time)

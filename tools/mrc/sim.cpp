@@ -120,6 +120,8 @@ nlohmann::json to_json(const Scenario& sc, const Variant& v, const sim::RunResul
       {"nack", r.rtx_nack}, {"loss", r.rtx_loss}, {"timeout", r.rtx_timeout}, {"port", r.rtx_port}};
   j["timeouts"] = r.timeouts;
   j["ev_transitions"] = r.ev_transitions;
+  if (v.run.transport == sim::Transport::kMrc)
+    j["spurious"] = {{"rtx", r.rtx_spurious}, {"rx_dup", r.rx_dup}};
   j["fabric"] = {{"trims", r.net.trimmed},
                  {"ecn_marks", r.net.ecn_marked},
                  {"drops", r.net.dropped()},
