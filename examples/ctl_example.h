@@ -11,29 +11,29 @@
 #include <string.h>
 
 /* Returns 1 from the calling function, with the reason, when a controller call fails (`ctl` is
- * the handle in scope). */
-#define CHECK(what, call)                                                             \
-  do {                                                                                \
-    int rc_ = (call);                                                                 \
-    if (rc_ != 0) {                                                                   \
-      fprintf(stderr, "%s: %s (%s)\n", what, strerror(rc_), mrc_ctl_last_error(ctl)); \
-      return 1;                                                                       \
-    }                                                                                 \
+ * the context in scope; errno says why, as OCP's calls set it). */
+#define CHECK(what, call)                                                               \
+  do {                                                                                  \
+    int rc_ = (call);                                                                   \
+    if (rc_ != 0) {                                                                     \
+      fprintf(stderr, "%s: %s (%s)\n", what, strerror(errno), mrc_ctl_last_error(ctl)); \
+      return 1;                                                                         \
+    }                                                                                   \
   } while (0)
 
 static int run_on_local_endpoint(const char* const* planes, uint32_t num_planes,
-                                 int (*run)(struct mrc_ctl_context*)) {
+                                 int (*run)(struct mrc_context*)) {
   struct mrc_ctl_local_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.planes = planes;
   attr.num_planes = num_planes;
-  struct mrc_ctl_context* ctl = mrc_ctl_open_local(&attr);
+  struct mrc_context* ctl = mrc_ctl_open_local_context(&attr);
   if (ctl == NULL) {
-    fprintf(stderr, "mrc_ctl_open_local: %s\n", strerror(errno));
+    fprintf(stderr, "mrc_ctl_open_local_context: %s\n", strerror(errno));
     return 1;
   }
   const int rc = run(ctl);
-  mrc_ctl_close(ctl);
+  mrc_destroy_context(ctl);
   printf("%s\n", rc == 0 ? "ok" : "FAILED");
   return rc;
 }

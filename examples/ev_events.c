@@ -11,7 +11,7 @@
 
 #include "ctl_example.h"
 
-static int set_state(struct mrc_ctl_context* ctl, uint8_t ev_byte, uint32_t state) {
+static int set_state(struct mrc_context* ctl, uint8_t ev_byte, uint32_t state) {
   struct mrc_ctl_ev_op_entry op;
   memset(&op, 0, sizeof op);
   op.ev.val[0] = ev_byte;
@@ -21,11 +21,11 @@ static int set_state(struct mrc_ctl_context* ctl, uint8_t ev_byte, uint32_t stat
   memset(&a, 0, sizeof a);
   a.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
   a.ev_op.entries = &op;
-  a.ev_op.num_entries = 1;
+  a.ev_op.entry_count = 1;
   return mrc_ctl_modify_ev_profile(ctl, 1, &a, MRC_CTL_EV_PROFILE_EV_OP);
 }
 
-static int run(struct mrc_ctl_context* ctl) {
+static int run(struct mrc_context* ctl) {
   struct mrc_ctl_ev_fmt_field width = {8};
   struct mrc_ctl_ev_fmt_profile_attr fmt;
   memset(&fmt, 0, sizeof fmt);
@@ -36,9 +36,8 @@ static int run(struct mrc_ctl_context* ctl) {
   CHECK("format", mrc_ctl_modify_ev_fmt_profile(ctl, 13, &fmt,
                                                 MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE));
   fmt.profile_state = MRC_CTL_PROFILE_ONLINE;
-  CHECK("format ONLINE",
-        mrc_ctl_modify_ev_fmt_profile(ctl, 13, &fmt,
-                                      MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS));
+  CHECK("format ONLINE", mrc_ctl_modify_ev_fmt_profile(
+                             ctl, 13, &fmt, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP));
   /* Generated: 8 EVs 0x00..0x07 in the UDP source port's high byte, all on port 1. */
   struct mrc_ctl_ev_field field = {8, 0, 0, 7, 0xFF};
   struct mrc_ctl_ev_profile_attr ev;
@@ -47,7 +46,7 @@ static int run(struct mrc_ctl_context* ctl) {
   ev.ev_mode = MRC_CTL_EV_MODE_GEN;
   ev.ev_fmt_profile_id = 13;
   ev.ev_count = 8;
-  ev.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+  ev.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
   ev.ev_fields_op.fields = &field;
   ev.ev_fields_op.field_count = 1;
   CHECK("EV profile", mrc_ctl_modify_ev_profile(ctl, 1, &ev,
@@ -63,7 +62,7 @@ static int run(struct mrc_ctl_context* ctl) {
             ctl, 1, &ev,
             MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK));
 
-  struct mrc_ctl_ev_event_cq* cq = mrc_ctl_create_ev_event_cq(ctl, 1, NULL, NULL, 0);
+  struct mrc_cq* cq = mrc_ctl_create_ev_event_cq(ctl, 1, NULL, NULL, 0);
   if (cq == NULL) CHECK("create event CQ", errno);
   struct mrc_ctl_ev_event e[4];
   int bad = 0;
@@ -90,7 +89,7 @@ static int run(struct mrc_ctl_context* ctl) {
   printf("after an overflow: %d event(s), EV %02x, drop_count %u\n", n, n > 0 ? e[0].ev.val[0] : 0,
          n > 0 ? e[0].drop_count : 0);
   bad |= n != 1 || e[0].ev.val[0] != 0x07 || e[0].drop_count != 2;
-  CHECK("destroy CQ", mrc_ctl_destroy_ev_event_cq(cq));
+  CHECK("destroy CQ", mrc_destroy_cq(cq));
   return bad;
 }
 

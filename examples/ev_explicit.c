@@ -13,7 +13,7 @@
 
 enum { kCount = 8 };
 
-static int run(struct mrc_ctl_context* ctl) {
+static int run(struct mrc_context* ctl) {
   struct mrc_ctl_ev_fmt_field widths[2] = {{16}, {16}};
   struct mrc_ctl_ev_fmt_profile_attr fmt;
   memset(&fmt, 0, sizeof fmt);
@@ -24,9 +24,8 @@ static int run(struct mrc_ctl_context* ctl) {
   CHECK("format to OFFLINE", mrc_ctl_modify_ev_fmt_profile(
                                  ctl, 13, &fmt, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE));
   fmt.profile_state = MRC_CTL_PROFILE_ONLINE;
-  CHECK("format to ONLINE",
-        mrc_ctl_modify_ev_fmt_profile(ctl, 13, &fmt,
-                                      MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS));
+  CHECK("format to ONLINE", mrc_ctl_modify_ev_fmt_profile(
+                                ctl, 13, &fmt, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP));
 
   /* Explicit EVs go through fields too: two full 16-bit fields copy the raw EV as it is. */
   struct mrc_ctl_ev_field fields[2] = {{16, 0, 0, 0xFFFF, 0xFFFF}, {16, 0, 0, 0xFFFF, 0xFFFF}};
@@ -36,7 +35,7 @@ static int run(struct mrc_ctl_context* ctl) {
   ev.ev_mode = MRC_CTL_EV_MODE_EXP;
   ev.ev_fmt_profile_id = 13;
   ev.ev_count = kCount;
-  ev.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+  ev.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
   ev.ev_fields_op.fields = fields;
   ev.ev_fields_op.field_count = 2;
   CHECK("EV profile to OFFLINE",
@@ -60,7 +59,7 @@ static int run(struct mrc_ctl_context* ctl) {
   memset(&ev, 0, sizeof ev);
   ev.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
   ev.ev_op.entries = ops;
-  ev.ev_op.num_entries = kCount;
+  ev.ev_op.entry_count = kCount;
   CHECK("replace EVs", mrc_ctl_modify_ev_profile(ctl, 1, &ev, MRC_CTL_EV_PROFILE_EV_OP));
 
   memset(&ev, 0, sizeof ev);
@@ -76,11 +75,11 @@ static int run(struct mrc_ctl_context* ctl) {
   memset(&ev, 0, sizeof ev);
   ev.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
   int rc = mrc_ctl_query_ev_profile(ctl, 1, &ev, MRC_CTL_EV_PROFILE_EV_OP);
-  if (rc != E2BIG || ev.ev_op.num_entries != kCount) {
-    fprintf(stderr, "sizing query: %s, %u entries\n", strerror(rc), ev.ev_op.num_entries);
+  if (rc != -1 || errno != E2BIG || ev.ev_op.entry_count != (int)kCount) {
+    fprintf(stderr, "sizing query: %s, %d entries\n", strerror(errno), ev.ev_op.entry_count);
     return 1;
   }
-  struct mrc_ctl_ev_op_entry* arr = calloc(ev.ev_op.num_entries, sizeof *arr);
+  struct mrc_ctl_ev_op_entry* arr = calloc((size_t)ev.ev_op.entry_count, sizeof *arr);
   if (arr == NULL) return 1;
   ev.ev_op.entries = arr;
   rc = mrc_ctl_query_ev_profile(ctl, 1, &ev, MRC_CTL_EV_PROFILE_EV_OP | MRC_CTL_EV_PROFILE_CUR_STATE);
@@ -89,9 +88,10 @@ static int run(struct mrc_ctl_context* ctl) {
     CHECK("query EV array", rc);
   }
   printf("EV profile 1: %s, %u EVs\n",
-         ev.cur_profile_state == MRC_CTL_PROFILE_ONLINE ? "ONLINE" : "not ONLINE", ev.ev_op.num_entries);
+         ev.cur_profile_state == MRC_CTL_PROFILE_ONLINE ? "ONLINE" : "not ONLINE",
+         (unsigned)ev.ev_op.entry_count);
   int bad = ev.cur_profile_state != MRC_CTL_PROFILE_ONLINE;
-  for (unsigned i = 0; i < ev.ev_op.num_entries; ++i) {
+  for (unsigned i = 0; i < (unsigned)ev.ev_op.entry_count; ++i) {
     printf("  EV %u: %02x%02x%02x%02x port %u\n", i, arr[i].ev.val[0], arr[i].ev.val[1], arr[i].ev.val[2],
            arr[i].ev.val[3], arr[i].ev.port);
     if (memcmp(arr[i].ev.val, ops[i].ev_new.val, MRC_CTL_EV_MAX_BYTES) != 0 ||

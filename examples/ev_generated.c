@@ -12,9 +12,9 @@
 
 #include "ctl_example.h"
 
-static int run(struct mrc_ctl_context* ctl) {
+static int run(struct mrc_context* ctl) {
   struct mrc_ctl_device_attr dev;
-  CHECK("query device", mrc_ctl_query_device(ctl, &dev));
+  CHECK("query device", mrc_ctl_query_device_ex(NULL, ctl, &dev, NULL));
   struct mrc_ctl_ev_fmt_field widths[3] = {{8}, {4}, {4}};
   struct mrc_ctl_ev_fmt_profile_attr fmt;
   memset(&fmt, 0, sizeof fmt);
@@ -25,9 +25,8 @@ static int run(struct mrc_ctl_context* ctl) {
   CHECK("format to OFFLINE", mrc_ctl_modify_ev_fmt_profile(
                                  ctl, 14, &fmt, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE));
   fmt.profile_state = MRC_CTL_PROFILE_ONLINE;
-  CHECK("format to ONLINE",
-        mrc_ctl_modify_ev_fmt_profile(ctl, 14, &fmt,
-                                      MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS));
+  CHECK("format to ONLINE", mrc_ctl_modify_ev_fmt_profile(
+                                ctl, 14, &fmt, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP));
   struct mrc_ctl_ev_field fields[3] = {{8, 0, 0, 179, 0xFF}, {4, 0, 0, 15, 0xF}, {4, 0, 0, 15, 0xF}};
   /* Ask for every tuple (180 * 16 * 16), clipped to what one profile may hold. */
   unsigned want = 180u * 16u * 16u;
@@ -39,7 +38,7 @@ static int run(struct mrc_ctl_context* ctl) {
   ev.ev_mode = MRC_CTL_EV_MODE_GEN;
   ev.ev_fmt_profile_id = 14;
   ev.ev_count = want;
-  ev.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+  ev.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
   ev.ev_fields_op.fields = fields;
   ev.ev_fields_op.field_count = 3;
   CHECK("EV profile to OFFLINE",
@@ -62,19 +61,19 @@ static int run(struct mrc_ctl_context* ctl) {
   if (arr == NULL) return 1;
   ev.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
   ev.ev_op.entries = arr;
-  ev.ev_op.num_entries = ev.ev_count;
+  ev.ev_op.entry_count = ev.ev_count;
   const int rc = mrc_ctl_query_ev_profile(ctl, 2, &ev, MRC_CTL_EV_PROFILE_EV_OP);
   if (rc != 0) {
     free(arr);
     CHECK("query EV array", rc);
   }
-  for (unsigned i = 0; i < 5 && i < ev.ev_op.num_entries; ++i)
+  for (int i = 0; i < 5 && i < ev.ev_op.entry_count; ++i)
     printf("  EV %u: T0 %3u T1 %2u T2 %2u (bytes %02x %02x) port %u\n", i, arr[i].ev.val[0],
            arr[i].ev.val[1] >> 4, arr[i].ev.val[1] & 15u, arr[i].ev.val[0], arr[i].ev.val[1], arr[i].ev.port);
   /* Tuple 45,914 is (T0 179, T1 5, T2 10): bytes B3 5A (docs/protocol.md §7.5 example 3). */
   const unsigned k = 179u * 256u + 5u * 16u + 10u;
-  int bad = ev.ev_op.num_entries != want;
-  if (k < ev.ev_op.num_entries) {
+  int bad = ev.ev_op.entry_count != (int)want;
+  if ((int)k < ev.ev_op.entry_count) {
     printf("  EV %u: bytes %02x %02x\n", k, arr[k].ev.val[0], arr[k].ev.val[1]);
     bad |= arr[k].ev.val[0] != 0xB3 || arr[k].ev.val[1] != 0x5A;
   }

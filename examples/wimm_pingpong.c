@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 struct side {
-  struct mrc_device* dev;
+  struct ibv_context* dev;
   struct mrc_context* ctx;
-  struct mrc_pd* pd;
+  struct ibv_pd* pd;
   struct mrc_cq* cq;
   struct mrc_qp* qp;
-  struct mrc_mr* mr;
+  struct ibv_mr* mr;
   unsigned char* buf;
   uint32_t num_planes;
 };
@@ -35,7 +35,7 @@ struct conn_info {
   uint64_t addr;
   uint16_t udp_port;
   uint32_t num_planes;
-  union mrc_gid gid[MRC_MAX_PLANES];
+  union ibv_gid gid[MRC_MAX_PLANES];
 };
 
 /* Byte i of message `imm`; pings (salt 0) and pongs (salt 1) differ, so a pong that never arrived
@@ -56,14 +56,18 @@ static int open_side(struct side* s, const char* spec, size_t size) {
   s->dev = mrc_open_device_str(spec);
   if (!s->dev) return fail(spec);
   if (mrc_query_device(s->dev, &attr, NULL)) return fail("query_device");
-  s->num_planes = attr.num_ports;
+  {
+    struct ibv_device_attr va;
+    if (ibv_query_device(s->dev, &va)) return fail("ibv_query_device");
+    s->num_planes = va.phys_port_cnt;
+  }
   s->ctx = mrc_create_context(s->dev, NULL);
   if (!s->ctx) return fail("create_context");
-  s->pd = mrc_alloc_pd(s->dev);
+  s->pd = ibv_alloc_pd(s->dev);
   if (!s->pd) return fail("alloc_pd");
   s->buf = calloc(1, size);
   if (!s->buf) return fail("calloc");
-  s->mr = mrc_reg_mr(s->pd, s->buf, size, MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
+  s->mr = ibv_reg_mr(s->pd, s->buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!s->mr) return fail("reg_mr");
   s->cq = mrc_create_cq(s->ctx, 64, NULL, NULL, 0);
   if (!s->cq) return fail("create_cq");
@@ -74,7 +78,7 @@ static int open_side(struct side* s, const char* spec, size_t size) {
   ia.cap.max_send_wr = 16;
   ia.cap.max_recv_wr = 16;
   ia.cap.max_send_sge = 1;
-  ia.send_ops_flags = MRC_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+  ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
   ia.protocol_version = MRC_PROTOCOL_VERSION_1;
   s->qp = mrc_create_qp(s->ctx, &ia);
   if (!s->qp) return fail("create_qp");
@@ -90,60 +94,65 @@ static int local_info(struct side* s, uint32_t psn, struct conn_info* out) {
   out->addr = (uint64_t)(uintptr_t)s->buf;
   out->num_planes = s->num_planes;
   for (p = 0; p < s->num_planes; ++p)
-    if (mrc_query_gid(s->dev, (uint8_t)(p + 1), 0, &out->gid[p])) return fail("query_gid");
+    if (ibv_query_gid(s->dev, (uint8_t)(p + 1), 0, &out->gid[p])) return fail("query_gid");
   return 0;
 }
 
 /* RESET -> INIT -> RTR -> RTS toward `remote`, with the attributes each transition requires. */
 static int connect_qp(struct side* s, uint32_t my_psn, const struct conn_info* remote) {
-  struct mrc_ib_qp_attr v;
+  struct ibv_qp_attr v;
   struct mrc_qp_attr m;
   uint32_t p;
   memset(&v, 0, sizeof v);
   memset(&m, 0, sizeof m);
-  v.qp_state = MRC_QPS_INIT;
+  v.qp_state = IBV_QPS_INIT;
   v.pkey_index = 0;
-  v.qp_access_flags = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
+  v.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
   m.qp_hint = NULL;
   m.profile.ev_profile_id = 0; /* built-in defaults */
   m.profile.cc_profile_id = 0;
-  if (mrc_modify_qp(s->qp, &v, MRC_IB_QP_STATE | MRC_IB_QP_PKEY_INDEX | MRC_IB_QP_ACCESS_FLAGS, &m,
+  if (mrc_modify_qp(s->qp, &v, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS, &m,
                     MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID))
     return fail("modify to INIT");
 
-  v.qp_state = MRC_QPS_RTR;
-  v.path_mtu = MRC_MTU_4096;
+  v.qp_state = IBV_QPS_RTR;
+  v.path_mtu = IBV_MTU_4096;
   v.dest_qp_num = remote->qpn;
   v.rq_psn = remote->psn;
   v.ah_attr.is_global = 1;
   v.ah_attr.grh.dgid = remote->gid[0];
-  v.ah_attr.num_planes = (uint8_t)remote->num_planes;
-  v.ah_attr.udp_dport = remote->udp_port;
-  for (p = 0; p < remote->num_planes; ++p) v.ah_attr.plane_dgid[p] = remote->gid[p];
+  v.ah_attr.port_num = 1;
+  {
+    /* The AV names the peer by one GID: make its other planes and its UDP port known. */
+    struct mrc_peer_attr peer;
+    memset(&peer, 0, sizeof peer);
+    peer.num_planes = remote->num_planes;
+    for (p = 0; p < remote->num_planes; ++p) peer.plane_gid[p] = remote->gid[p];
+    peer.udp_port = remote->udp_port;
+    if (mrc_add_peer(s->dev, &peer)) return fail("mrc_add_peer");
+  }
   m.mpr.mpr_dest = 8;
   m.wimm.max_wimm_dest = 16;
   m.cap = 0;
-  if (mrc_modify_qp(
-          s->qp, &v,
-          MRC_IB_QP_STATE | MRC_IB_QP_AV | MRC_IB_QP_PATH_MTU | MRC_IB_QP_DEST_QPN | MRC_IB_QP_RQ_PSN, &m,
-          MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_CAP))
+  if (mrc_modify_qp(s->qp, &v, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+                    &m, MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_CAP))
     return fail("modify to RTR");
 
-  v.qp_state = MRC_QPS_RTS;
+  v.qp_state = IBV_QPS_RTS;
   v.sq_psn = my_psn;
   m.mpr.mpr = 8;
   m.wimm.max_wimm = 16;
   m.retry.linear_cnt = 7;
   m.retry.exp_cnt = 25;
   m.timeout = 14; /* 16.8 ms: loopback RTTs include scheduling delays */
-  if (mrc_modify_qp(s->qp, &v, MRC_IB_QP_STATE | MRC_IB_QP_SQ_PSN, &m,
+  if (mrc_modify_qp(s->qp, &v, IBV_QP_STATE | IBV_QP_SQ_PSN, &m,
                     MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT))
     return fail("modify to RTS");
   return 0;
 }
 
 static int post_recv(struct side* s, uint64_t id) {
-  struct mrc_recv_wr wr, *bad = NULL;
+  struct ibv_recv_wr wr, *bad = NULL;
   memset(&wr, 0, sizeof wr);
   wr.wr_id = id;
   if (mrc_post_recv(s->qp, &wr, &bad)) return fail("post_recv");
@@ -151,8 +160,8 @@ static int post_recv(struct side* s, uint64_t id) {
 }
 
 static int post_write_imm(struct side* s, const struct conn_info* remote, size_t size, uint32_t imm) {
-  struct mrc_sge sge;
-  struct mrc_send_wr wr, *bad = NULL;
+  struct ibv_sge sge;
+  struct ibv_send_wr wr, *bad = NULL;
   sge.addr = (uint64_t)(uintptr_t)s->buf;
   sge.length = (uint32_t)size;
   sge.lkey = s->mr->lkey;
@@ -160,8 +169,8 @@ static int post_write_imm(struct side* s, const struct conn_info* remote, size_t
   wr.wr_id = imm;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.opcode = MRC_WR_RDMA_WRITE_WITH_IMM;
-  wr.send_flags = MRC_SEND_SIGNALED;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
   wr.imm_data = htonl(imm);
   wr.wr.rdma.remote_addr = remote->addr;
   wr.wr.rdma.rkey = remote->rkey;
@@ -174,16 +183,16 @@ static int await(struct side* s, size_t size, uint32_t imm, unsigned salt) {
   int got_send = 0, got_recv = 0;
   size_t i;
   while (!got_send || !got_recv) {
-    struct mrc_wc wc[4];
+    struct ibv_wc wc[4];
     int k, n = mrc_poll_cq(s->cq, 4, wc);
     if (n < 0) return fail("poll_cq");
     for (k = 0; k < n; ++k) {
-      if (wc[k].status != MRC_WC_SUCCESS) {
-        fprintf(stderr, "wimm_pingpong: completion error: %s\n", mrc_wc_status_str(wc[k].status));
+      if (wc[k].status != IBV_WC_SUCCESS) {
+        fprintf(stderr, "wimm_pingpong: completion error: %s\n", ibv_wc_status_str(wc[k].status));
         return -1;
       }
-      if (wc[k].opcode == MRC_WC_RECV_RDMA_WITH_IMM) {
-        if (!(wc[k].wc_flags & MRC_WC_WITH_IMM) || ntohl(wc[k].imm_data) != imm || wc[k].byte_len != size) {
+      if (wc[k].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        if (!(wc[k].wc_flags & IBV_WC_WITH_IMM) || ntohl(wc[k].imm_data) != imm || wc[k].byte_len != size) {
           fprintf(stderr, "wimm_pingpong: wrong immediate %u (want %u) or length %u\n", ntohl(wc[k].imm_data),
                   imm, wc[k].byte_len);
           return -1;
@@ -206,10 +215,10 @@ static int await(struct side* s, size_t size, uint32_t imm, unsigned salt) {
 static void close_side(struct side* s) {
   if (s->qp) mrc_destroy_qp(s->qp);
   if (s->cq) mrc_destroy_cq(s->cq);
-  if (s->mr) mrc_dereg_mr(s->mr);
-  if (s->pd) mrc_dealloc_pd(s->pd);
+  if (s->mr) ibv_dereg_mr(s->mr);
+  if (s->pd) ibv_dealloc_pd(s->pd);
   if (s->ctx) mrc_destroy_context(s->ctx);
-  if (s->dev) mrc_close_device(s->dev);
+  if (s->dev) ibv_close_device(s->dev);
   free(s->buf);
 }
 
@@ -265,17 +274,17 @@ int main(int argc, char** argv) {
     if (post_write_imm(&a, &ib, size, imm)) goto out;
     /* B: the ping arrives; its own send completion comes with the pong below. */
     for (;;) {
-      struct mrc_wc wc;
+      struct ibv_wc wc;
       int n = mrc_poll_cq(b.cq, 1, &wc);
       if (n < 0) {
         fail("poll_cq");
         goto out;
       }
       if (n == 0) continue;
-      if (wc.status != MRC_WC_SUCCESS || wc.opcode != MRC_WC_RECV_RDMA_WITH_IMM ||
+      if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
           ntohl(wc.imm_data) != imm) {
         fprintf(stderr, "wimm_pingpong: B got status %s opcode %d imm %u, want imm %u\n",
-                mrc_wc_status_str(wc.status), (int)wc.opcode, ntohl(wc.imm_data), imm);
+                ibv_wc_status_str(wc.status), (int)wc.opcode, ntohl(wc.imm_data), imm);
         goto out;
       }
       break;
@@ -291,9 +300,9 @@ int main(int argc, char** argv) {
     if (await(&a, size, imm, 1)) goto out;
     /* B's pong send completion. */
     for (;;) {
-      struct mrc_wc wc;
+      struct ibv_wc wc;
       int n = mrc_poll_cq(b.cq, 1, &wc);
-      if (n < 0 || (n == 1 && wc.status != MRC_WC_SUCCESS)) {
+      if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS)) {
         fprintf(stderr, "wimm_pingpong: B's send failed\n");
         goto out;
       }

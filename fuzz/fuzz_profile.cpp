@@ -30,8 +30,7 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.ev_fmt_op.fmt_fields = widths.data();
     a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
-    mrc_ctl_modify_ev_fmt_profile(c, d.id, &a,
-                                  MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS);
+    mrc_ctl_modify_ev_fmt_profile(c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP);
   }
   for (const EvDef& d : f.evps) {
     std::vector<mrc_ctl_ev_field> fields = d.fields;
@@ -42,7 +41,7 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
     if (d.mode != MRC_CTL_EV_MODE_AUTO) {
       a.ev_fmt_profile_id = d.fmt_id;
       a.ev_count = d.count;
-      a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+      a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
       a.ev_fields_op.fields = fields.data();
       a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
       mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
@@ -55,7 +54,7 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
       a = {};
       a.ev_op.op = op;
       a.ev_op.entries = entries.data();
-      a.ev_op.num_entries = static_cast<std::uint32_t>(entries.size());
+      a.ev_op.entry_count = static_cast<std::uint32_t>(entries.size());
       mrc_ctl_modify_ev_profile(c, d.id, &a, MRC_CTL_EV_PROFILE_EV_OP);
     }
     a = {};
@@ -75,7 +74,6 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
       continue;
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.cc_config = &cfg;
-    a.cc_config_len = sizeof(cfg);
     mrc_ctl_modify_cc_profile(c, d.id, &a,
                               MRC_CTL_CC_PROFILE_STATE | (a.algorithm ? MRC_CTL_CC_PROFILE_CONFIG : 0));
   }

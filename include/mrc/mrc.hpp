@@ -60,14 +60,32 @@ class Handle {
   std::unique_ptr<T, detail::Deleter<Destroy>> p_;
 };
 
-using Pd = Handle<mrc_pd, mrc_dealloc_pd>;
-using Mr = Handle<mrc_mr, mrc_dereg_mr>;
+namespace detail {
+// The verbs destroy calls return an errno value; Handle wants 0 or -1 + errno.
+inline int errno_rc(int rc) {
+  if (rc != 0) errno = rc;
+  return rc != 0 ? -1 : 0;
+}
+inline int dealloc_pd(ibv_pd* p) {
+  return errno_rc(ibv_dealloc_pd(p));
+}
+inline int dereg_mr(ibv_mr* m) {
+  return errno_rc(ibv_dereg_mr(m));
+}
+inline int close_device(ibv_context* c) {
+  return errno_rc(ibv_close_device(c));
+}
+}  // namespace detail
+
+using Pd = Handle<ibv_pd, detail::dealloc_pd>;
+using Mr = Handle<ibv_mr, detail::dereg_mr>;
 using CompChannel = Handle<mrc_comp_channel, mrc_destroy_comp_channel>;
 using QpHint = Handle<mrc_qp_hint, mrc_destroy_qp_hint>;
 
-class Device : public Handle<mrc_device, mrc_close_device> {
+/// A software verbs device (ibv_context) of libmrc.
+class Device : public Handle<ibv_context, detail::close_device> {
  public:
-  using Handle::Handle;
+  Device() = default;
   /// "ADDR[,ADDR...][@PORT]" (see mrc_open_device_str).
   static Device open(const char* spec) {
     return Device(detail::check_ptr(mrc_open_device_str(spec), "mrc_open_device"));
@@ -80,9 +98,14 @@ class Device : public Handle<mrc_device, mrc_close_device> {
     detail::check(mrc_query_device(get(), &a, nullptr), "mrc_query_device");
     return a;
   }
-  mrc_gid gid(std::uint8_t port_num) const {
-    mrc_gid g{};
-    detail::check(mrc_query_gid(get(), port_num, 0, &g), "mrc_query_gid");
+  std::uint8_t num_ports() const {
+    ibv_device_attr a{};
+    if (const int rc = ibv_query_device(get(), &a); rc != 0) throw Error(rc, "ibv_query_device");
+    return a.phys_port_cnt;
+  }
+  ibv_gid gid(std::uint8_t port_num, int index = 0) const {
+    ibv_gid g{};
+    detail::check(ibv_query_gid(get(), port_num, index, &g), "ibv_query_gid");
     return g;
   }
   std::uint16_t udp_port() const {
@@ -90,18 +113,21 @@ class Device : public Handle<mrc_device, mrc_close_device> {
     detail::check(mrc_query_udp_port(get(), &p), "mrc_query_udp_port");
     return p;
   }
-  Pd alloc_pd() const { return Pd(detail::check_ptr(mrc_alloc_pd(get()), "mrc_alloc_pd")); }
+  Pd alloc_pd() const { return Pd(detail::check_ptr(ibv_alloc_pd(get()), "ibv_alloc_pd")); }
+
+ private:
+  explicit Device(ibv_context* c) : Handle(c) {}
 };
 
 inline Mr reg_mr(const Pd& pd, void* addr, std::size_t length, int access) {
-  return Mr(detail::check_ptr(mrc_reg_mr(pd.get(), addr, length, access), "mrc_reg_mr"));
+  return Mr(detail::check_ptr(ibv_reg_mr(pd.get(), addr, length, access), "ibv_reg_mr"));
 }
 
 class Cq : public Handle<mrc_cq, mrc_destroy_cq> {
  public:
   using Handle::Handle;
   /// Completions written into `wc` (0 when empty). Throws on a CQ error (overrun).
-  std::size_t poll(std::span<mrc_wc> wc) const {
+  std::size_t poll(std::span<ibv_wc> wc) const {
     const int n = mrc_poll_cq(get(), static_cast<int>(wc.size()), wc.data());
     if (n < 0) throw Error(errno, "mrc_poll_cq");
     return static_cast<std::size_t>(n);
@@ -118,24 +144,23 @@ class Qp : public Handle<mrc_qp, mrc_destroy_qp> {
     detail::check(mrc_get_qpn(get(), &n), "mrc_get_qpn");
     return n;
   }
-  void modify(const mrc_ib_qp_attr* v, std::uint32_t vmask, const mrc_qp_attr* m, std::uint32_t mmask) const {
+  void modify(ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mmask) const {
     detail::check(mrc_modify_qp(get(), v, vmask, m, mmask), "mrc_modify_qp");
   }
-  void query(mrc_ib_qp_attr* v, std::uint32_t vmask, mrc_qp_attr* m, std::uint32_t mmask,
-             mrc_qp_init_attr* init = nullptr) const {
+  void query(ibv_qp_attr* v, int vmask, mrc_qp_attr* m, int mmask, mrc_qp_init_attr* init = nullptr) const {
     detail::check(mrc_query_qp(get(), v, vmask, m, mmask, init), "mrc_query_qp");
   }
-  mrc_qp_state state() const {
-    mrc_ib_qp_attr v{};
-    query(&v, MRC_IB_QP_STATE, nullptr, 0);
+  ibv_qp_state state() const {
+    ibv_qp_attr v{};
+    query(&v, IBV_QP_STATE, nullptr, 0);
     return v.qp_state;
   }
-  void post_send(mrc_send_wr& wr) const {
-    mrc_send_wr* bad = nullptr;
+  void post_send(ibv_send_wr& wr) const {
+    ibv_send_wr* bad = nullptr;
     detail::check(mrc_post_send(get(), &wr, &bad), "mrc_post_send");
   }
-  void post_recv(mrc_recv_wr& wr) const {
-    mrc_recv_wr* bad = nullptr;
+  void post_recv(ibv_recv_wr& wr) const {
+    ibv_recv_wr* bad = nullptr;
     detail::check(mrc_post_recv(get(), &wr, &bad), "mrc_post_recv");
   }
 };
@@ -143,8 +168,8 @@ class Qp : public Handle<mrc_qp, mrc_destroy_qp> {
 class Context : public Handle<mrc_context, mrc_destroy_context> {
  public:
   using Handle::Handle;
-  static Context create(const Device& dev, const mrc_context_attr* attr = nullptr) {
-    return Context(detail::check_ptr(mrc_create_context(dev.get(), attr), "mrc_create_context"));
+  static Context create(const Device& dev, mrc_context_attr* attr = nullptr, std::uint32_t flags = 0) {
+    return Context(detail::check_ptr(mrc_create_context_ex(dev.get(), attr, flags), "mrc_create_context"));
   }
   CompChannel create_comp_channel() const {
     mrc_comp_channel* ch = nullptr;
@@ -156,9 +181,10 @@ class Context : public Handle<mrc_context, mrc_destroy_context> {
                                 "mrc_create_cq"));
   }
   QpHint create_qp_hint(const mrc_qp_hint_attr& attr) const {
-    return QpHint(detail::check_ptr(mrc_create_qp_hint(get(), &attr), "mrc_create_qp_hint"));
+    mrc_qp_hint_init_attr init{attr};
+    return QpHint(detail::check_ptr(mrc_create_qp_hint(get(), &init), "mrc_create_qp_hint"));
   }
-  Qp create_qp(const mrc_qp_init_attr& attr) const {
+  Qp create_qp(mrc_qp_init_attr attr) const {
     return Qp(detail::check_ptr(mrc_create_qp(get(), &attr), "mrc_create_qp"));
   }
   /// Application-driven contexts only.

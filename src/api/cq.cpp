@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "api/ctl.hpp"
 #include "api/objects.hpp"
 
 using mrc::api::fail;
@@ -12,7 +13,8 @@ namespace {
 constexpr std::uint32_t kMaxCqe = 1u << 20;
 constexpr std::uint32_t kMaxQpHints = 1024;
 constexpr std::uint32_t kHintMask = MRC_QP_HINT_NUM_QPS_PER_PEER | MRC_QP_HINT_NUM_SEND_PEERS |
-                                    MRC_QP_HINT_NUM_REMOTE_RECV_PEERS | MRC_QP_HINT_VENDOR_CFG;
+                                    MRC_QP_HINT_NUM_REMOTE_RECV_PEERS |
+                                    static_cast<std::uint32_t>(MRC_QP_HINT_VENDOR_CFG);
 
 void copy_hint(mrc_qp_hint_attr& to, const mrc_qp_hint_attr& from, std::uint32_t mask) {
   if (mask & MRC_QP_HINT_NUM_QPS_PER_PEER) to.num_qps_per_peer = from.num_qps_per_peer;
@@ -30,6 +32,10 @@ int mrc_create_comp_channel(mrc_context* ctx, mrc_comp_channel** channel) {
   ch->ctx = ctx;
   ch->fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (ch->fd < 0) return -1;
+  if (ctx->device == nullptr) {
+    ::close(ch->fd);
+    return fail(EINVAL);
+  }
   std::lock_guard<std::mutex> lk(ctx->device->mu);
   ++ctx->channels;
   *channel = ch.release();
@@ -55,8 +61,8 @@ int mrc_destroy_comp_channel(mrc_comp_channel* channel) {
 
 mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_channel* channel,
                       int comp_vector) {
-  if (ctx == nullptr || cqe <= 0 || static_cast<std::uint32_t>(cqe) > kMaxCqe || comp_vector != 0 ||
-      (channel != nullptr && channel->ctx != ctx)) {
+  if (ctx == nullptr || ctx->device == nullptr || cqe <= 0 || static_cast<std::uint32_t>(cqe) > kMaxCqe ||
+      comp_vector != 0 || (channel != nullptr && channel->ctx != ctx)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -77,6 +83,12 @@ mrc_cq* mrc_create_cq(mrc_context* ctx, int cqe, void* cq_context, mrc_comp_chan
 int mrc_destroy_cq(mrc_cq* cq) {
   if (cq == nullptr) return fail(EINVAL);
   mrc_context* ctx = cq->ctx;
+  if (cq->ev_cq != nullptr) {  // an EV event CQ of the controller API
+    if (const int rc = mrc_ctl_destroy_ev_event_cq(cq->ev_cq); rc != 0) return fail(rc);
+    --ctx->cqs;
+    delete cq;
+    return 0;
+  }
   std::lock_guard<std::mutex> lk(ctx->device->mu);
   if (cq->qps != 0 || cq->unacked.load() != 0 || cq->async_unacked.load() != 0) return fail(EBUSY);
   if (cq->channel) {
@@ -90,8 +102,9 @@ int mrc_destroy_cq(mrc_cq* cq) {
   return 0;
 }
 
-int mrc_poll_cq(mrc_cq* cq, int num_entries, mrc_wc* wc) {
-  if (cq == nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return fail(EINVAL);
+int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
+  if (cq == nullptr || cq->ev_cq != nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr))
+    return fail(EINVAL);
   if (cq->ctx->app_progress) mrc::api::route(*cq->ctx);
   std::lock_guard<std::mutex> lk(cq->poll_mu);
   int n = 0;
@@ -105,7 +118,7 @@ int mrc_poll_cq(mrc_cq* cq, int num_entries, mrc_wc* wc) {
 
 int mrc_req_notify_cq(mrc_cq* cq, int solicited_only) {
   (void)solicited_only;
-  if (cq == nullptr || cq->channel == nullptr) return fail(EINVAL);
+  if (cq == nullptr || cq->ev_cq != nullptr || cq->channel == nullptr) return fail(EINVAL);
   cq->armed.store(true);
   return 0;
 }
@@ -131,8 +144,10 @@ void mrc_ack_cq_events(mrc_cq* cq, unsigned int nevents) {
   if (cq != nullptr) mrc::api::ack(cq->unacked, nevents);
 }
 
-mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* init_attr) {
-  if (ctx == nullptr || init_attr == nullptr) {
+mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, mrc_qp_hint_init_attr* init_attr) {
+  if (ctx == nullptr || ctx->device == nullptr || init_attr == nullptr ||
+      init_attr->attr.num_qps_per_peer < 0 || init_attr->attr.num_send_peers < 0 ||
+      init_attr->attr.num_remote_recv_peers < 0) {
     errno = EINVAL;
     return nullptr;
   }
@@ -143,20 +158,23 @@ mrc_qp_hint* mrc_create_qp_hint(mrc_context* ctx, const mrc_qp_hint_attr* init_a
   }
   auto* h = new mrc_qp_hint;
   h->ctx = ctx;
-  h->attr = *init_attr;
+  h->attr = init_attr->attr;
   ++ctx->hints;
   return h;
 }
 
-int mrc_query_qp_hint(mrc_qp_hint* hint, mrc_qp_hint_attr* attr, uint32_t attr_mask) {
+int mrc_query_qp_hint(mrc_qp_hint* hint, mrc_qp_hint_attr* attr, int qp_hint_attr_mask) {
+  const auto attr_mask = static_cast<std::uint32_t>(qp_hint_attr_mask);
   if (hint == nullptr || attr == nullptr || (attr_mask & ~kHintMask) != 0) return fail(EINVAL);
   std::lock_guard<std::mutex> lk(hint->ctx->device->mu);
   copy_hint(*attr, hint->attr, attr_mask);
   return 0;
 }
 
-int mrc_modify_qp_hint(mrc_qp_hint* hint, const mrc_qp_hint_attr* attr, uint32_t attr_mask) {
-  if (hint == nullptr || attr == nullptr || attr_mask == 0 || (attr_mask & ~kHintMask) != 0)
+int mrc_modify_qp_hint(mrc_qp_hint* hint, mrc_qp_hint_attr* attr, int qp_hint_attr_mask) {
+  const auto attr_mask = static_cast<std::uint32_t>(qp_hint_attr_mask);
+  if (hint == nullptr || attr == nullptr || attr_mask == 0 || (attr_mask & ~kHintMask) != 0 ||
+      attr->num_qps_per_peer < 0 || attr->num_send_peers < 0 || attr->num_remote_recv_peers < 0)
     return fail(EINVAL);
   std::lock_guard<std::mutex> lk(hint->ctx->device->mu);
   copy_hint(hint->attr, *attr, attr_mask);

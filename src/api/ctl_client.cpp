@@ -88,11 +88,13 @@ mrc::api::EvBytes ev_bytes(const mrc_ctl_ev_t v) {
   return b;
 }
 
-const char* const kAlgorithms[] = {"uet-1.0-nscc", nullptr};
+const char* kAlgorithms[] = {"uet-1.0-nscc", nullptr};
 
 int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
-                    std::uint32_t mask) {
-  if (ctx == nullptr || a == nullptr) return EINVAL;
+                    std::uint32_t mask, std::uint32_t* done) {
+  if (ctx == nullptr || a == nullptr || a->ev_op.entry_count < 0 || a->ev_fields_op.field_count < 0)
+    return EINVAL;
+  mask &= ~static_cast<std::uint32_t>(MRC_CTL_EV_PROFILE_VENDOR_CFG);  // no vendor configuration here
   json req{{"op", op},
            {"id", id},
            {"mask", mask},
@@ -111,11 +113,11 @@ int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_
   const bool ev_op = mask & MRC_CTL_EV_PROFILE_EV_OP;
   const bool fields_op = mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
   if (ev_op) {
-    if (a->ev_op.num_entries > 0 && a->ev_op.entries == nullptr) return EINVAL;
+    if (a->ev_op.entry_count > 0 && a->ev_op.entries == nullptr) return EINVAL;
     if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
-      req["capacity"] = a->ev_op.num_entries;
+      req["capacity"] = a->ev_op.entry_count;
     } else {
-      for (std::uint32_t i = 0; i < a->ev_op.num_entries; ++i) {
+      for (int i = 0; i < a->ev_op.entry_count; ++i) {
         const mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
         mrc::api::EvOpEntry o;
         o.ev = ev_bytes(e.ev.val);
@@ -130,8 +132,8 @@ int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_
   }
   if (fields_op) {
     if (a->ev_fields_op.field_count > 0 && a->ev_fields_op.fields == nullptr) return EINVAL;
-    if (a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_MODIFY) {
-      for (std::uint32_t i = 0; i < a->ev_fields_op.field_count; ++i) {
+    if (a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS) {
+      for (int i = 0; i < a->ev_fields_op.field_count; ++i) {
         const mrc_ctl_ev_field& f = a->ev_fields_op.fields[i];
         req["fields"].push_back(
             mrc::api::to_json(mrc::api::EvField{f.width, f.init_val, f.min_val, f.max_val, f.mask}));
@@ -140,8 +142,6 @@ int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_
       req["fields_capacity"] = a->ev_fields_op.field_count;
     }
   }
-  if ((mask & MRC_CTL_EV_PROFILE_VENDOR_CFG) && a->vendor_cfg_len > MRC_CTL_MAX_VENDOR_CFG_SIZE)
-    return EINVAL;
   json rsp;
   const int rc = call(ctx, req, rsp);
   try {
@@ -153,31 +153,34 @@ int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_
       if (mask & MRC_CTL_EV_PROFILE_FMT_ID) a->ev_fmt_profile_id = rsp.at("fmt_id").get<std::uint64_t>();
       if (mask & MRC_CTL_EV_PROFILE_COUNT) a->ev_count = rsp.at("count").get<std::uint32_t>();
       if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) a->ev_min_active = rsp.at("min_active").get<std::uint32_t>();
-      if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) a->ev_event_mask = rsp.at("event_mask").get<std::uint32_t>();
+      if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK)
+        a->ev_event_mask = static_cast<int>(rsp.at("event_mask").get<std::uint32_t>());
     }
     if (ev_op && rsp.contains("entries")) {
-      a->ev_op.num_done = rsp.value("done", 0u);
-      if (rc == E2BIG) a->ev_op.num_entries = rsp.at("needed").get<std::uint32_t>();
+      if (done != nullptr) *done = rsp.value("done", 0u);
+      if (rc == E2BIG) a->ev_op.entry_count = rsp.at("needed").get<int>();
       const json& entries = rsp.at("entries");
+      const std::size_t room = static_cast<std::size_t>(a->ev_op.entry_count);
       if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
-        if (rc == 0) a->ev_op.num_entries = static_cast<std::uint32_t>(entries.size());
-        for (std::size_t i = 0; i < entries.size() && i < a->ev_op.num_entries; ++i) {
+        if (rc == 0) a->ev_op.entry_count = static_cast<int>(entries.size());
+        for (std::size_t i = 0; i < entries.size() && i < room; ++i) {
           const mrc::api::EvOpEntry o = mrc::api::entry_from_json(entries[i]);
           mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
           std::memcpy(e.ev.val, o.ev.data(), MRC_CTL_EV_MAX_BYTES);
           e.ev.port = o.port;
-          e.state = o.state;
+          e.state = static_cast<mrc_ctl_ev_state>(o.state);
         }
       } else if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
-        for (std::size_t i = 0; i < entries.size() && i < a->ev_op.num_entries; ++i)
-          a->ev_op.entries[i].state = entries[i].at("state").get<std::uint32_t>();
+        for (std::size_t i = 0; i < entries.size() && i < room; ++i)
+          a->ev_op.entries[i].state =
+              static_cast<mrc_ctl_ev_state>(entries[i].at("state").get<std::uint32_t>());
       }
     }
-    if (fields_op && a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_QUERY && rsp.contains("fields")) {
-      if (rc == E2BIG) a->ev_fields_op.field_count = rsp.at("needed").get<std::uint32_t>();
+    if (fields_op && a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS && rsp.contains("fields")) {
+      if (rc == E2BIG) a->ev_fields_op.field_count = rsp.at("needed").get<int>();
       const json& fields = rsp.at("fields");
       if (rc == 0) {
-        a->ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
+        a->ev_fields_op.field_count = static_cast<int>(fields.size());
         for (std::size_t i = 0; i < fields.size(); ++i) {
           const mrc::api::EvField f = mrc::api::field_from_json(fields[i]);
           a->ev_fields_op.fields[i] = mrc_ctl_ev_field{f.width, f.init_val, f.min_val, f.max_val, f.mask};
@@ -198,17 +201,6 @@ mrc_ctl_context* mrc::api::ctl_open_embedded(CtlService& service, bool privilege
   ctx->service = &service;
   ctx->session.privileged = privileged;
   return ctx;
-}
-
-extern "C" {
-
-int mrc_ctl_query_version(uint32_t* major, uint32_t* minor, uint32_t* patch, uint32_t* impl) {
-  if (major == nullptr || minor == nullptr || patch == nullptr || impl == nullptr) return EINVAL;
-  *major = MRC_CTL_API_VER_MAJOR;
-  *minor = MRC_CTL_API_VER_MINOR;
-  *patch = MRC_CTL_API_VER_PATCH;
-  *impl = 1;
-  return 0;
 }
 
 mrc_ctl_context* mrc_ctl_open(const char* socket_path) {
@@ -295,7 +287,7 @@ const char* mrc_ctl_last_error(const mrc_ctl_context* ctx) {
   return ctx ? ctx->last_error.c_str() : "no handle";
 }
 
-int mrc_ctl_query_device_ex(mrc_ctl_context* ctx, mrc_ctl_device_attr* attr, uint32_t* supported) {
+int mrc_ctl_query_device(mrc_ctl_context* ctx, mrc_ctl_device_attr* attr) {
   if (ctx == nullptr || attr == nullptr) return EINVAL;
   json rsp;
   if (const int rc = call(ctx, json{{"op", "query_device"}}, rsp); rc != 0) return rc;
@@ -317,21 +309,14 @@ int mrc_ctl_query_device_ex(mrc_ctl_context* ctx, mrc_ctl_device_attr* attr, uin
     attr->cc.cc_max_profiles = rsp.at("cc_max_profiles").get<std::uint32_t>();
     attr->cc.algorithms = kAlgorithms;
     const auto planes = rsp.at("planes").get<std::uint32_t>();
-    attr->phy_port_mask = ((std::uint64_t{1} << planes) - 1) << 1;
+    attr->phy_port_mask = static_cast<std::uint32_t>(((std::uint64_t{1} << planes) - 1) << 1);
     attr->opt_attr =
         MRC_CTL_OPT_CAP_EV_EVENT | MRC_CTL_OPT_CAP_EV_EVENT_PRECISE_DROP_CNT | MRC_CTL_OPT_CAP_EP_OP_EV_PROBE;
   } catch (const std::exception& e) {
     ctx->last_error = std::string("bad response: ") + e.what();
     return EIO;
   }
-  if (supported != nullptr)
-    *supported =
-        MRC_CTL_DEVICE_ATTR_EV | MRC_CTL_DEVICE_ATTR_CC | MRC_CTL_DEVICE_ATTR_PORTS | MRC_CTL_DEVICE_ATTR_OPT;
   return 0;
-}
-
-int mrc_ctl_query_device(mrc_ctl_context* ctx, mrc_ctl_device_attr* attr) {
-  return mrc_ctl_query_device_ex(ctx, attr, nullptr);
 }
 
 int mrc_ctl_query_port(mrc_ctl_context* ctx, uint8_t port, mrc_ctl_port_attr* attr, uint32_t attr_mask) {
@@ -401,28 +386,51 @@ int mrc_ctl_query_port_counters(mrc_ctl_context* ctx, uint8_t port, mrc_ctl_port
 int mrc_ctl_modify_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
                                   uint32_t attr_mask) {
   if (ctx == nullptr || attr == nullptr) return EINVAL;
+  // The service's mask has a bit per field operation; OCP's one OP bit and ev_fmt_op.op.
+  const bool op = attr_mask & MRC_CTL_EV_FMT_PROFILE_OP;
+  if (op && attr->ev_fmt_op.op != MRC_CTL_EV_FMT_OP_MODIFY_FIELDS &&
+      attr->ev_fmt_op.op != MRC_CTL_EV_FMT_OP_QUERY_FIELDS)
+    return EINVAL;
+  const bool modify_fields = op && attr->ev_fmt_op.op == MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  std::uint32_t wire_mask = attr_mask & (MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_CUR_STATE |
+                                         MRC_CTL_EV_FMT_PROFILE_MODE);
+  if (modify_fields) wire_mask |= mrc::api::kWireFmtModifyFields;
   std::vector<std::uint32_t> widths;
-  if (attr_mask & MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS) {
-    if (attr->ev_fmt_op.fmt_field_count > 0 && attr->ev_fmt_op.fmt_fields == nullptr) return EINVAL;
-    for (std::uint32_t i = 0; i < attr->ev_fmt_op.fmt_field_count; ++i)
+  if (modify_fields) {
+    if (attr->ev_fmt_op.fmt_field_count < 0 ||
+        (attr->ev_fmt_op.fmt_field_count > 0 && attr->ev_fmt_op.fmt_fields == nullptr))
+      return EINVAL;
+    for (int i = 0; i < attr->ev_fmt_op.fmt_field_count; ++i)
       widths.push_back(attr->ev_fmt_op.fmt_fields[i].width);
   }
   json rsp;
-  return call(ctx,
-              json{{"op", "modify_ev_fmt"},
-                   {"id", id},
-                   {"mask", attr_mask},
-                   {"state", static_cast<std::uint32_t>(attr->profile_state)},
-                   {"mode", static_cast<std::uint32_t>(attr->ev_fmt_mode)},
-                   {"widths", widths}},
-              rsp);
+  const int rc = call(ctx,
+                      json{{"op", "modify_ev_fmt"},
+                           {"id", id},
+                           {"mask", wire_mask},
+                           {"state", static_cast<std::uint32_t>(attr->profile_state)},
+                           {"mode", static_cast<std::uint32_t>(attr->ev_fmt_mode)},
+                           {"widths", widths}},
+                      rsp);
+  if (rc != 0 || !op || modify_fields) return rc;
+  // QUERY_FIELDS with a modify: the fields after it.
+  mrc_ctl_ev_fmt_profile_attr q = *attr;
+  const int qrc = mrc_ctl_query_ev_fmt_profile(ctx, id, &q, MRC_CTL_EV_FMT_PROFILE_OP);
+  attr->ev_fmt_op.fmt_field_count = q.ev_fmt_op.fmt_field_count;
+  return qrc;
 }
 
 int mrc_ctl_query_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_fmt_profile_attr* attr,
                                  uint32_t attr_mask) {
   constexpr std::uint32_t known = MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_CUR_STATE |
-                                  MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_QUERY_FIELDS;
+                                  MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP |
+                                  static_cast<std::uint32_t>(MRC_CTL_EV_FMT_VENDOR_CFG);
   if (ctx == nullptr || attr == nullptr || (attr_mask & ~known)) return EINVAL;
+  const bool query_fields = attr_mask & MRC_CTL_EV_FMT_PROFILE_OP;
+  if (query_fields && attr->ev_fmt_op.op != MRC_CTL_EV_FMT_OP_QUERY_FIELDS) {
+    ctx->last_error = "a query takes MRC_CTL_EV_FMT_OP_QUERY_FIELDS only";
+    return EINVAL;
+  }
   json rsp;
   if (const int rc = call(ctx, json{{"op", "query_ev_fmt"}, {"id", id}}, rsp); rc != 0) return rc;
   try {
@@ -430,16 +438,18 @@ int mrc_ctl_query_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_f
     if (attr_mask & MRC_CTL_EV_FMT_PROFILE_STATE) attr->profile_state = attr->cur_profile_state;
     if (attr_mask & MRC_CTL_EV_FMT_PROFILE_MODE)
       attr->ev_fmt_mode = static_cast<mrc_ctl_ev_fmt_mode>(rsp.at("mode").get<std::uint32_t>());
-    if (attr_mask & MRC_CTL_EV_FMT_PROFILE_QUERY_FIELDS) {
+    if (query_fields) {
       const auto widths = rsp.at("widths").get<std::vector<std::uint32_t>>();
-      const std::uint32_t room = attr->ev_fmt_op.fmt_field_count;
-      attr->ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
+      const std::size_t room =
+          attr->ev_fmt_op.fmt_field_count > 0 ? static_cast<std::size_t>(attr->ev_fmt_op.fmt_field_count) : 0;
+      attr->ev_fmt_op.fmt_field_count = static_cast<int>(widths.size());
       if (room < widths.size()) {
         ctx->last_error = "the field array needs " + std::to_string(widths.size()) + " entries";
         return E2BIG;
       }
       if (!widths.empty() && attr->ev_fmt_op.fmt_fields == nullptr) return EINVAL;
-      for (std::size_t i = 0; i < widths.size(); ++i) attr->ev_fmt_op.fmt_fields[i].width = widths[i];
+      for (std::size_t i = 0; i < widths.size(); ++i)
+        attr->ev_fmt_op.fmt_fields[i].width = static_cast<std::uint8_t>(widths[i]);
     }
   } catch (const std::exception& e) {
     ctx->last_error = std::string("bad response: ") + e.what();
@@ -449,9 +459,9 @@ int mrc_ctl_query_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_f
 }
 
 int mrc_ctl_modify_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
-                              uint32_t attr_mask) {
+                              uint32_t attr_mask, uint32_t* done) {
   if (attr != nullptr && (attr_mask & MRC_CTL_EV_PROFILE_CUR_STATE)) return EINVAL;
-  return ev_profile_call(ctx, "modify_ev", id, attr, attr_mask);
+  return ev_profile_call(ctx, "modify_ev", id, attr, attr_mask, done);
 }
 
 int mrc_ctl_query_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
@@ -459,7 +469,7 @@ int mrc_ctl_query_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profi
   if (attr != nullptr && (attr_mask & MRC_CTL_EV_PROFILE_EV_OP) &&
       attr->ev_op.op != MRC_CTL_EV_OP_QUERY_EV_STATE && attr->ev_op.op != MRC_CTL_EV_OP_QUERY_EV_ARRAY)
     return EINVAL;
-  return ev_profile_call(ctx, "query_ev", id, attr, attr_mask);
+  return ev_profile_call(ctx, "query_ev", id, attr, attr_mask, nullptr);
 }
 
 int mrc_ctl_modify_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
@@ -467,7 +477,7 @@ int mrc_ctl_modify_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_prof
   if (ctx == nullptr || attr == nullptr) return EINVAL;
   json config = nullptr;
   if (attr_mask & MRC_CTL_CC_PROFILE_CONFIG) {
-    if (attr->cc_config == nullptr || attr->cc_config_len != sizeof(mrc_ctl_cc_nscc_cfg)) {
+    if (attr->cc_config == nullptr) {
       ctx->last_error = "cc_config must point to a struct mrc_ctl_cc_nscc_cfg";
       return EINVAL;
     }
@@ -487,7 +497,8 @@ int mrc_ctl_modify_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_prof
 int mrc_ctl_query_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,
                              uint32_t attr_mask) {
   constexpr std::uint32_t known = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_CUR_STATE |
-                                  MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG;
+                                  MRC_CTL_CC_PROFILE_ALGORITHM | MRC_CTL_CC_PROFILE_CONFIG |
+                                  static_cast<std::uint32_t>(MRC_CTL_CC_PROFILE_VENDOR_CFG);
   if (ctx == nullptr || attr == nullptr || (attr_mask & ~known)) return EINVAL;
   json rsp;
   if (const int rc = call(ctx, json{{"op", "query_cc"}, {"id", id}}, rsp); rc != 0) return rc;
@@ -497,13 +508,11 @@ int mrc_ctl_query_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_profi
     if (attr_mask & MRC_CTL_CC_PROFILE_ALGORITHM)
       attr->algorithm = rsp.at("algorithm").is_null() ? nullptr : kAlgorithms[0];
     if (attr_mask & MRC_CTL_CC_PROFILE_CONFIG) {
-      if (attr->cc_config == nullptr || attr->cc_config_len < sizeof(mrc_ctl_cc_nscc_cfg)) return EINVAL;
-      if (rsp.at("config").is_null()) {
-        attr->cc_config_len = 0;
-      } else {
-        *static_cast<mrc_ctl_cc_nscc_cfg*>(attr->cc_config) = mrc::api::nscc_from_json(rsp.at("config"));
-        attr->cc_config_len = sizeof(mrc_ctl_cc_nscc_cfg);
-      }
+      if (attr->cc_config == nullptr) return EINVAL;
+      // The caller's buffer (OCP's member is const void*: the provider fills what it points to).
+      if (!rsp.at("config").is_null())
+        *static_cast<mrc_ctl_cc_nscc_cfg*>(const_cast<void*>(attr->cc_config)) =
+            mrc::api::nscc_from_json(rsp.at("config"));
     }
   } catch (const std::exception& e) {
     ctx->last_error = std::string("bad response: ") + e.what();
@@ -561,7 +570,7 @@ int mrc_ctl_poll_ev_event(mrc_ctl_ev_event_cq* cq, int num_entries, mrc_ctl_ev_e
       copy_ev(e.at("ev").get<std::string>(), o.ev.val);
       o.ev.port = e.at("port").get<std::uint8_t>();
       o.drop_count = e.at("drops").get<std::uint32_t>();
-      o.state = e.at("state").get<std::uint32_t>();
+      o.state = static_cast<mrc_ctl_ev_state>(e.at("state").get<std::uint32_t>());
     }
     return n;
   } catch (const std::exception& e) {
@@ -581,7 +590,7 @@ int mrc_ctl_ep_batch_send_wait(mrc_ctl_context* ctx, uint8_t req_tc, mrc_ctl_ep_
   for (std::uint32_t i = 0; i < num_req; ++i) {
     const mrc_ctl_ep_req& r = req[i];
     reqs.push_back(json{{"req_id", r.req_id},
-                        {"dgid", std::vector<std::uint8_t>(r.dgid, r.dgid + 16)},
+                        {"dgid", std::vector<std::uint8_t>(r.dgid.raw, r.dgid.raw + 16)},
                         {"ev_fmt_mode", r.ev_fmt_mode},
                         {"ev", mrc::api::ev_hex(ev_bytes(r.req_ev.val))},
                         {"port", r.req_ev.port},
@@ -602,7 +611,8 @@ int mrc_ctl_ep_batch_send_wait(mrc_ctl_context* ctx, uint8_t req_tc, mrc_ctl_ep_
       mrc_ctl_ep_rsp& o = rsp[(*num_rsp)++];
       o.req_id = r.at("req_id").get<std::uint16_t>();
       o.port = r.at("port").get<std::uint8_t>();
-      o.rtt = r.at("rtt").get<std::uint64_t>();
+      o.rtt =
+          static_cast<unsigned int>(std::min<std::uint64_t>(r.at("rtt").get<std::uint64_t>(), 0xFFFFFFFFu));
       o.adj_svc_time = r.at("adj").get<bool>() ? 1 : 0;
     }
   } catch (const std::exception& e) {
@@ -611,5 +621,3 @@ int mrc_ctl_ep_batch_send_wait(mrc_ctl_context* ctx, uint8_t req_tc, mrc_ctl_ep_
   }
   return rc;
 }
-
-}  // extern "C"

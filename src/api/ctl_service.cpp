@@ -404,9 +404,9 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
                        MRC_CTL_EV_OP_REPLACE_EV, "unknown EV op");
       for (const json& e : json_array(in, "entries")) m.entries.push_back(entry_from_json(e));
       m.query_capacity = json_get<std::uint32_t>(in, "capacity");
-      m.fields_op =
-          json_enum(in, "fields_op", MRC_CTL_EV_FIELDS_OP_QUERY, m.mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP,
-                    MRC_CTL_EV_FIELDS_OP_MODIFY, "unknown EV fields op");
+      m.fields_op = json_enum(in, "fields_op", MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS,
+                              m.mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP, MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS,
+                              "unknown EV fields op");
       for (const json& f : json_array(in, "fields")) m.fields.push_back(field_from_json(f));
       m.fields_capacity = json_get<std::uint32_t>(in, "fields_capacity");
       EvResult r;

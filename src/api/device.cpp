@@ -1,5 +1,6 @@
-// mrc.h: versions, devices (software endpoints), PDs, MRs, contexts, progress and the routing of
-// engine completions and events to CQs, channels and async events.
+// mrc.h: versions, software devices (opening one, MRC_PEERS), device query, contexts, progress and
+// the routing of engine completions and events to CQs, channels and async events. The verbs calls
+// on these devices (ibv_*) are in verbs.cpp.
 #include <arpa/inet.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -9,7 +10,9 @@
 #include <random>
 #include <string_view>
 
+#include "api/ctl.hpp"
 #include "api/objects.hpp"
+#include "api/verbs.hpp"
 
 using mrc::api::fail;
 
@@ -17,30 +20,30 @@ namespace {
 
 constexpr std::uint16_t kDefaultUdpPort = 4791;
 
-mrc_wc_status to_wc_status(mrc::engine::WcStatus s) {
+ibv_wc_status to_wc_status(mrc::engine::WcStatus s) {
   using mrc::engine::WcStatus;
   switch (s) {
     case WcStatus::kSuccess:
-      return MRC_WC_SUCCESS;
+      return IBV_WC_SUCCESS;
     case WcStatus::kRetryExceeded:
-      return MRC_WC_RETRY_EXC_ERR;
+      return IBV_WC_RETRY_EXC_ERR;
     case WcStatus::kRemoteAccessError:
-      return MRC_WC_REM_ACCESS_ERR;
+      return IBV_WC_REM_ACCESS_ERR;
     case WcStatus::kRemoteInvalidRequest:
-      return MRC_WC_REM_INV_REQ_ERR;
+      return IBV_WC_REM_INV_REQ_ERR;
     case WcStatus::kRemoteOpError:
-      return MRC_WC_REM_OP_ERR;
+      return IBV_WC_REM_OP_ERR;
     case WcStatus::kLocalProtectionError:
-      return MRC_WC_LOC_PROT_ERR;
+      return IBV_WC_LOC_PROT_ERR;
     case WcStatus::kFlushed:
-      return MRC_WC_WR_FLUSH_ERR;
+      return IBV_WC_WR_FLUSH_ERR;
   }
-  return MRC_WC_GENERAL_ERR;
+  return IBV_WC_GENERAL_ERR;
 }
 
-mrc_wc_opcode to_wc_opcode(mrc::engine::WcOpcode op) {
+ibv_wc_opcode to_wc_opcode(mrc::engine::WcOpcode op) {
   // Verbs reports a send-side WRITE_WITH_IMM as IBV_WC_RDMA_WRITE.
-  return op == mrc::engine::WcOpcode::kRecvRdmaWithImm ? MRC_WC_RECV_RDMA_WITH_IMM : MRC_WC_RDMA_WRITE;
+  return op == mrc::engine::WcOpcode::kRecvRdmaWithImm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RDMA_WRITE;
 }
 
 void signal_fd(int fd) {
@@ -59,18 +62,18 @@ void deliver(mrc_context& ctx, const mrc::engine::Completion& c) {
     cq->async_unacked.fetch_add(1);
     mrc_async_event ev{};
     ev.element.cq = cq;
-    ev.event_type = MRC_EVENT_CQ_ERR;
+    ev.event_type = IBV_EVENT_CQ_ERR;
     mrc::api::post_async_event(ctx, ev);
     return;
   }
-  mrc_wc wc{};
+  ibv_wc wc{};
   wc.wr_id = c.wr_id;
   wc.status = to_wc_status(c.status);
   wc.opcode = to_wc_opcode(c.opcode);
   wc.byte_len = c.byte_len;
   if (c.has_imm) {
     wc.imm_data = htonl(c.imm);
-    wc.wc_flags = MRC_WC_WITH_IMM;
+    wc.wc_flags = IBV_WC_WITH_IMM;
   }
   wc.qp_num = c.qpn;
   wc.src_qp = it->second->dest_qpn.load(std::memory_order_relaxed);
@@ -94,7 +97,7 @@ void deliver(mrc_context& ctx, const mrc::engine::Event& e) {
     it->second->async_unacked.fetch_add(1);
     mrc_async_event ev{};
     ev.element.qp = it->second;
-    ev.event_type = MRC_EVENT_QP_FATAL;
+    ev.event_type = IBV_EVENT_QP_FATAL;
     mrc::api::post_async_event(ctx, ev);
     return;
   }
@@ -122,9 +125,43 @@ bool parse_spec(std::string_view spec, std::vector<std::string>& addrs, std::uin
   return !addrs.empty() && addrs.size() <= MRC_MAX_PLANES;
 }
 
+/// MRC_PEERS: "ADDR[,ADDR...][@PORT][;...]"; entries that do not parse or do not match the
+/// device (plane count, family) are skipped.
+void load_env_peers(mrc_device& dev) {
+  const char* env = std::getenv("MRC_PEERS");
+  if (env == nullptr) return;
+  std::string_view all(env);
+  while (!all.empty()) {
+    const std::size_t semi = all.find(';');
+    const std::string_view one = all.substr(0, semi);
+    std::vector<std::string> addrs;
+    std::uint16_t port = 0;
+    if (!one.empty() && parse_spec(one, addrs, port) && addrs.size() == dev.ue->num_planes()) {
+      mrc_device::KnownPeer p;
+      p.port = port;
+      for (const auto& a : addrs) {
+        mrc::io::IpAddr ip;
+        if (!mrc::io::IpAddr::parse(a, ip) || ip.family != dev.ue->config().planes[0].family) break;
+        p.addrs.push_back(ip);
+      }
+      if (p.addrs.size() == addrs.size()) dev.known_peers.push_back(std::move(p));
+    }
+    if (semi == std::string_view::npos) break;
+    all = all.substr(semi + 1);
+  }
+}
+
+bool version_ok(std::uint32_t v, std::uint32_t last, std::uint32_t current) {
+  return v == 0 || v == static_cast<std::uint32_t>(MRC_API_VER_LATEST) || (v >= last && v <= current);
+}
+
 }  // namespace
 
 namespace mrc::api {
+
+bool parse_device_spec(std::string_view spec, std::vector<std::string>& addrs, std::uint16_t& port) {
+  return parse_spec(spec, addrs, port);
+}
 
 void route(mrc_context& ctx) {
   io::UdpEndpoint& ue = *ctx.device->ue;
@@ -145,7 +182,7 @@ void post_async_event(mrc_context& ctx, const mrc_async_event& ev) {
 void post_port_event(mrc_context& ctx, std::uint8_t port_num, bool up) {
   mrc_async_event ev{};
   ev.element.port_num = port_num;
-  ev.event_type = up ? MRC_EVENT_PORT_ACTIVE : MRC_EVENT_PORT_ERR;
+  ev.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
   post_async_event(ctx, ev);
 }
 
@@ -155,13 +192,15 @@ extern "C" {
 
 void mrc_query_version(uint32_t* current, uint32_t* last_supported, uint32_t* vendor_current,
                        uint32_t* vendor_last_supported) {
-  if (current) *current = MRC_API_VER_CURRENT;
-  if (last_supported) *last_supported = MRC_API_VER_LAST_SUPPORTED;
-  if (vendor_current) *vendor_current = MRC_VENDOR_API_VER_CURRENT;
-  if (vendor_last_supported) *vendor_last_supported = MRC_VENDOR_API_VER_LAST_SUPPORTED;
+  if (current) *current = MRC_API_CURRENT_VERSION;
+  if (last_supported) *last_supported = MRC_API_LAST_SUPPORTED_VERSION;
+  if (vendor_current) *vendor_current = MRC_VENDOR_API_CURRENT_VERSION;
+  if (vendor_last_supported) *vendor_last_supported = MRC_VENDOR_API_LAST_SUPPORTED_VERSION;
 }
 
-mrc_device* mrc_open_device(const mrc_device_config* config) {
+}  // extern "C"
+
+mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* listed) {
   if (config == nullptr || config->num_planes == 0 || config->num_planes > MRC_MAX_PLANES) {
     errno = EINVAL;
     return nullptr;
@@ -204,11 +243,42 @@ mrc_device* mrc_open_device(const mrc_device_config* config) {
       return nullptr;
     }
     dev->ctl_event_sink = [s = dev->ctl.get()](const mrc::engine::Event& e) { s->on_engine_event(e); };
+  } else {
+    mrc_device* d = dev.get();
+    mrc::api::CtlHooks hooks;
+    hooks.port_changed = [d](std::uint8_t port, bool up) {
+      std::lock_guard<std::mutex> lk(d->mu);
+      if (d->ctx != nullptr) mrc::api::post_port_event(*d->ctx, port, up);
+    };
+    dev->own_service =
+        std::make_unique<mrc::api::CtlService>(dev->profiles, dev->ue.get(), false, std::move(hooks));
+    dev->ctl_event_sink = [s = dev->own_service.get()](const mrc::engine::Event& e) {
+      s->on_engine_event(e);
+    };
   }
+  load_env_peers(*dev);
+  // The verbs face of the device.
+  if (listed == nullptr) {
+    dev->ibdev.node_type = IBV_NODE_CA;
+    dev->ibdev.transport_type = IBV_TRANSPORT_IB;
+    const char* name = config->name != nullptr ? config->name : "mrc_sw";
+    std::snprintf(dev->ibdev.name, sizeof dev->ibdev.name, "%s", name);
+    std::snprintf(dev->ibdev.dev_name, sizeof dev->ibdev.dev_name, "%s", name);
+    listed = &dev->ibdev;
+  }
+  mrc::api::init_verbs_context(dev->vctx, listed);
+  dev->vctx.device = dev.get();
   return dev.release();
 }
 
-mrc_device* mrc_open_device_str(const char* spec) {
+extern "C" {
+
+ibv_context* mrc_open_device(const mrc_device_config* config) {
+  mrc_device* d = mrc::api::open_device(config, nullptr);
+  return d != nullptr ? &d->vctx.ibv : nullptr;
+}
+
+ibv_context* mrc_open_device_str(const char* spec) {
   if (spec == nullptr) spec = std::getenv("MRC_DEVICE");
   std::vector<std::string> addrs;
   mrc_device_config cfg{};
@@ -221,129 +291,70 @@ mrc_device* mrc_open_device_str(const char* spec) {
   return mrc_open_device(&cfg);
 }
 
-int mrc_close_device(mrc_device* device) {
-  if (device == nullptr) return fail(EINVAL);
-  {
-    std::lock_guard<std::mutex> lk(device->mu);
-    if (device->ctx != nullptr || device->pds != 0) return fail(EBUSY);
-  }
-  delete device;
-  return 0;
-}
-
-int mrc_query_gid(mrc_device* device, uint8_t port_num, int index, mrc_gid* gid) {
-  if (device == nullptr || gid == nullptr || index != 0 || port_num == 0 ||
-      port_num > device->ue->num_planes())
+int mrc_add_peer(ibv_context* context, const mrc_peer_attr* peer) {
+  mrc_device* device = mrc::api::device_of(context);
+  if (device == nullptr || peer == nullptr || peer->num_planes != device->ue->num_planes())
     return fail(EINVAL);
-  device->ue->config().planes[port_num - 1u].to_gid(gid->raw);
+  mrc_device::KnownPeer p;
+  p.port = peer->udp_port;
+  const int family = device->ue->config().planes[0].family;
+  for (std::uint32_t i = 0; i < peer->num_planes; ++i) {
+    mrc::io::IpAddr a;
+    if (!mrc::io::IpAddr::from_gid(peer->plane_gid[i].raw, family, a)) return fail(EINVAL);
+    p.addrs.push_back(a);
+  }
+  std::lock_guard<std::mutex> lk(device->mu);
+  device->known_peers.push_back(std::move(p));
   return 0;
 }
 
-int mrc_query_udp_port(mrc_device* device, uint16_t* port) {
+int mrc_query_udp_port(ibv_context* context, uint16_t* port) {
+  mrc_device* device = mrc::api::device_of(context);
   if (device == nullptr || port == nullptr) return fail(EINVAL);
   *port = device->ue->config().port;
   return 0;
 }
 
-int mrc_query_device_ex(mrc_device* device, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
-  if (device == nullptr || attr == nullptr || (ctx != nullptr && ctx->device != device)) return fail(EINVAL);
+int mrc_query_device_ex(ibv_context* context, mrc_context* ctx, mrc_device_attr* attr, int* supported) {
+  if (attr == nullptr || (context == nullptr && ctx == nullptr)) return fail(EINVAL);
+  mrc_device* device = context != nullptr ? mrc::api::device_of(context) : ctx->device;
+  if (device == nullptr) {  // a verbs device that is no MRC device (or a controller context)
+    *attr = mrc_device_attr{};
+    if (supported) *supported = 0;
+    return 0;
+  }
+  if (ctx != nullptr && ctx->device != device) return fail(EINVAL);
   *attr = mrc_device_attr{};
-  attr->protocol = MRC_PROTOCOL_VERSION_1;
+  attr->mrc_protocol_version = MRC_PROTOCOL_VERSION_1;
   attr->wimm_attr.max_wimm = 0xFFFF;
   attr->wimm_attr.max_wimm_dest = 0xFFFF;
   attr->mpr_attr.max_mpr = 0xFF;
-  attr->mpr_attr.mpr_resolution = 128;
+  attr->mpr_attr.mpr_resolution = 1;
   attr->qp_attr.max_qp_hint = 1024;
   attr->cap = MRC_DEVICE_CAP_TRIM_NACK | MRC_DEVICE_CAP_DYNAMIC_MPR | MRC_DEVICE_CAP_SVC_TIME;
-  attr->num_ports = device->ue->num_planes();
-  attr->max_qp_wr = 1u << 20;
-  attr->max_sge = 1;
-  attr->max_cqe = 1u << 20;
   if (supported) *supported = 1;
   return 0;
 }
 
-int mrc_query_device(mrc_device* device, mrc_device_attr* attr, int* supported) {
-  return mrc_query_device_ex(device, nullptr, attr, supported);
+int mrc_query_device(ibv_context* context, mrc_device_attr* attr, int* supported) {
+  return mrc_query_device_ex(context, nullptr, attr, supported);
 }
 
-mrc_pd* mrc_alloc_pd(mrc_device* device) {
-  if (device == nullptr) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  std::lock_guard<std::mutex> lk(device->mu);
-  auto* pd = new (std::nothrow) mrc_pd{device, 0};
-  if (pd == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  ++device->pds;
-  return pd;
+mrc_context* mrc_create_context(ibv_context* vcontext, mrc_context_attr* attr) {
+  return mrc_create_context_ex(vcontext, attr, 0);
 }
 
-int mrc_dealloc_pd(mrc_pd* pd) {
-  if (pd == nullptr) return fail(EINVAL);
-  std::lock_guard<std::mutex> lk(pd->device->mu);
-  if (pd->users != 0) return fail(EBUSY);
-  --pd->device->pds;
-  delete pd;
-  return 0;
-}
-
-mrc_mr* mrc_reg_mr(mrc_pd* pd, void* addr, size_t length, int access) {
-  constexpr int kKnown = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
-  if (pd == nullptr || addr == nullptr || length == 0 || (access & ~kKnown) != 0 ||
-      ((access & MRC_ACCESS_REMOTE_WRITE) && !(access & MRC_ACCESS_LOCAL_WRITE))) {
-    errno = EINVAL;
+mrc_context* mrc_create_context_ex(ibv_context* vcontext, mrc_context_attr* attr, uint32_t flags) {
+  mrc_device* device = mrc::api::device_of(vcontext);
+  if (device == nullptr || (flags & ~static_cast<std::uint32_t>(MRC_CONTEXT_APP_PROGRESS)) != 0) {
+    errno = vcontext != nullptr && device == nullptr ? EOPNOTSUPP : EINVAL;
     return nullptr;
   }
-  std::uint32_t eng_access = 0;
-  if (access & MRC_ACCESS_LOCAL_WRITE) eng_access |= mrc::engine::access::kLocalWrite;
-  if (access & MRC_ACCESS_REMOTE_WRITE) eng_access |= mrc::engine::access::kRemoteWrite;
-  std::lock_guard<std::mutex> lk(pd->device->mu);
-  const mrc::engine::MemoryRegion* region = nullptr;
-  pd->device->ue->execute(
-      [&](mrc::engine::Endpoint& ep) { region = ep.memory().register_region(addr, length, eng_access); });
-  if (region == nullptr) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  auto* mr = new MrcMrImpl;
-  mr->pub.device = pd->device;
-  mr->pub.pd = pd;
-  mr->pub.addr = addr;
-  mr->pub.length = length;
-  mr->pub.handle = region->lkey;
-  mr->pub.lkey = region->lkey;
-  mr->pub.rkey = region->rkey;
-  ++pd->users;
-  return &mr->pub;
-}
-
-int mrc_dereg_mr(mrc_mr* mr) {
-  if (mr == nullptr) return fail(EINVAL);
-  mrc_pd* pd = mr->pd;
-  std::lock_guard<std::mutex> lk(pd->device->mu);
-  bool ok = false;
-  pd->device->ue->execute([&](mrc::engine::Endpoint& ep) { ok = ep.memory().deregister(mr->lkey); });
-  if (!ok) return fail(EINVAL);
-  --pd->users;
-  delete reinterpret_cast<MrcMrImpl*>(mr);
-  return 0;
-}
-
-mrc_context* mrc_create_context(mrc_device* device, const mrc_context_attr* attr) {
-  if (device == nullptr ||
-      (attr && (attr->flags & ~static_cast<std::uint32_t>(MRC_CONTEXT_APP_PROGRESS)) != 0)) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  // 0 = latest; otherwise the version must lie in the supported range.
-  if (attr && ((attr->mrc_api_version_used != 0 && attr->mrc_api_version_used > MRC_API_VER_CURRENT) ||
-               (attr->mrc_vendor_api_version_used != 0 &&
-                (attr->mrc_vendor_api_version_used > MRC_VENDOR_API_VER_CURRENT ||
-                 attr->mrc_vendor_api_version_used < MRC_VENDOR_API_VER_LAST_SUPPORTED)))) {
+  // 0 or MRC_API_VER_LATEST = latest; otherwise the version must lie in the supported range.
+  if (attr &&
+      (!version_ok(attr->mrc_api_version_used, MRC_API_LAST_SUPPORTED_VERSION, MRC_API_CURRENT_VERSION) ||
+       !version_ok(attr->mrc_vendor_api_version_used, MRC_VENDOR_API_LAST_SUPPORTED_VERSION,
+                   MRC_VENDOR_API_CURRENT_VERSION))) {
     errno = EINVAL;
     return nullptr;
   }
@@ -355,7 +366,7 @@ mrc_context* mrc_create_context(mrc_device* device, const mrc_context_attr* attr
   auto ctx = std::make_unique<mrc_context>();
   ctx->device = device;
   if (attr) ctx->attr = *attr;
-  ctx->app_progress = attr && (attr->flags & MRC_CONTEXT_APP_PROGRESS);
+  ctx->app_progress = (flags & MRC_CONTEXT_APP_PROGRESS) != 0;
   ctx->async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (ctx->async_fd < 0) return nullptr;
   mrc_context* c = ctx.get();
@@ -370,8 +381,15 @@ mrc_context* mrc_create_context(mrc_device* device, const mrc_context_attr* attr
 int mrc_destroy_context(mrc_context* ctx) {
   if (ctx == nullptr) return fail(EINVAL);
   mrc_device* dev = ctx->device;
+  if (dev == nullptr) {  // a controller context
+    if (ctx->cqs != 0) return fail(EBUSY);
+    if (ctx->ctl != nullptr) (void)mrc_ctl_close(ctx->ctl);
+    delete ctx;
+    return 0;
+  }
   std::lock_guard<std::mutex> lk(dev->mu);
   if (!ctx->qps.empty() || ctx->cqs != 0 || ctx->channels != 0 || ctx->hints != 0) return fail(EBUSY);
+  if (ctx->ctl != nullptr) (void)mrc_ctl_close(ctx->ctl);
   dev->ue->stop();
   dev->ue->set_export_hook(nullptr);
   // Whatever the engine still holds belongs to no QP now.
@@ -388,7 +406,7 @@ int mrc_destroy_context(mrc_context* ctx) {
 }
 
 int mrc_progress(mrc_context* ctx, int timeout_ms) {
-  if (ctx == nullptr || !ctx->app_progress || timeout_ms < 0) return fail(EINVAL);
+  if (ctx == nullptr || ctx->device == nullptr || !ctx->app_progress || timeout_ms < 0) return fail(EINVAL);
   const std::size_t n = ctx->device->ue->progress(static_cast<mrc::Duration>(timeout_ms) * 1'000'000ull);
   mrc::api::route(*ctx);
   return static_cast<int>(std::min<std::size_t>(n, 0x7FFFFFFF));
@@ -407,21 +425,19 @@ int mrc_get_async_event(mrc_context* ctx, mrc_async_event* event) {
 void mrc_ack_async_event(mrc_async_event* event) {
   if (event == nullptr) return;
   switch (event->event_type) {
-    case MRC_EVENT_CQ_ERR:
+    case IBV_EVENT_CQ_ERR:
       if (event->element.cq) mrc::api::ack(event->element.cq->async_unacked, 1);
       break;
-    case MRC_EVENT_QP_FATAL:
-    case MRC_EVENT_QP_REQ_ERR:
-    case MRC_EVENT_QP_ACCESS_ERR:
-    case MRC_EVENT_COMM_EST:
-    case MRC_EVENT_SQ_DRAINED:
-    case MRC_EVENT_PATH_MIG:
-    case MRC_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
       if (event->element.qp) mrc::api::ack(event->element.qp->async_unacked, 1);
       break;
-    case MRC_EVENT_DEVICE_FATAL:
-    case MRC_EVENT_PORT_ACTIVE:
-    case MRC_EVENT_PORT_ERR:
+    default:
       break;
   }
 }
@@ -430,49 +446,6 @@ int mrc_get_async_fd(mrc_context* ctx, int* fd) {
   if (ctx == nullptr || fd == nullptr) return fail(EINVAL);
   *fd = ctx->async_fd;
   return 0;
-}
-
-const char* mrc_wc_status_str(mrc_wc_status status) {
-  static const char* const kNames[] = {"success",
-                                       "local length error",
-                                       "local QP operation error",
-                                       "local EE context operation error",
-                                       "local protection error",
-                                       "WR flushed",
-                                       "memory bind operation error",
-                                       "bad response error",
-                                       "local access error",
-                                       "remote invalid request error",
-                                       "remote access error",
-                                       "remote operation error",
-                                       "transport retry counter exceeded",
-                                       "RNR retry counter exceeded",
-                                       "local RDD violation error",
-                                       "remote invalid RD request",
-                                       "operation aborted",
-                                       "invalid EE context number",
-                                       "invalid EE context state",
-                                       "fatal error",
-                                       "response timeout error",
-                                       "general error"};
-  const auto i = static_cast<std::size_t>(status);
-  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
-}
-
-const char* mrc_event_type_str(mrc_event_type type) {
-  static const char* const kNames[] = {"CQ error",
-                                       "local work queue catastrophic error",
-                                       "invalid request local work queue error",
-                                       "local access violation work queue error",
-                                       "communication established",
-                                       "send queue drained",
-                                       "path migrated",
-                                       "path migration request error",
-                                       "local catastrophic error",
-                                       "port active",
-                                       "port error"};
-  const auto i = static_cast<std::size_t>(type);
-  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
 }
 
 }  // extern "C"

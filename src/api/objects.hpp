@@ -1,4 +1,5 @@
-// The objects behind the opaque handles of mrc.h, shared by the application API (src/api/*.cpp)
+// The objects behind the handles of mrc.h (and the verbs objects libmrc provides: ibv_context,
+// ibv_pd, ibv_mr of its software devices), shared by the application API (src/api/*.cpp)
 // and the controller API (ctl*.cpp), which reaches a device's endpoint and profiles through them.
 //
 // Threading: control calls of one device serialise on mrc_device::mu; with the progress thread
@@ -22,14 +23,44 @@
 #include "io/ring.hpp"
 #include "io/udp_endpoint.hpp"
 #include "mrc/mrc.h"
+#include "mrc/mrc_ctl.h"
+
+struct mrc_device;
+struct mrc_ctl_context;
+struct mrc_ctl_ev_event_cq;
+
+namespace mrc::api {
+/// The ibv_context of a software device. Standard layout with ibv_context first, so the
+/// application's ibv_context* converts back; `magic` tells ours from anything else.
+struct VerbsContext {
+  ibv_context ibv;
+  std::uint64_t magic;
+  mrc_device* device;
+};
+inline constexpr std::uint64_t kVerbsMagic = 0x6D72632D73772D31ull;  // "mrc-sw-1"
+/// The device of an ibv_context, or nullptr when it is not one of ours.
+inline mrc_device* device_of(ibv_context* c) {
+  if (c == nullptr) return nullptr;
+  auto* v = reinterpret_cast<VerbsContext*>(c);
+  return v->magic == kVerbsMagic ? v->device : nullptr;
+}
+}  // namespace mrc::api
 
 struct mrc_device {
+  mrc::api::VerbsContext vctx{};
+  ibv_device ibdev{};  ///< for devices opened by mrc_open_device (not listed in MRC_DEVICES)
   std::unique_ptr<mrc::io::UdpEndpoint> ue;
   mrc::api::ProfileStore profiles;
   std::string ctl_socket;
   std::mutex mu;  ///< control path of this device and its context
   mrc_context* ctx = nullptr;
   std::uint32_t pds = 0;
+  std::uint32_t comp_channels = 0;  ///< ibv_create_comp_channel
+  struct KnownPeer {                ///< mrc_add_peer / MRC_PEERS
+    std::vector<mrc::io::IpAddr> addrs;
+    std::uint16_t port = 0;
+  };
+  std::vector<KnownPeer> known_peers;
   struct PeerKey {
     std::vector<mrc::io::IpAddr> addrs;
     std::uint16_t port = 0;
@@ -40,19 +71,29 @@ struct mrc_device {
   /// probe answers, peer port status): handed to the controller API when it listens. Runs on the
   /// producer thread.
   std::function<void(const mrc::engine::Event&)> ctl_event_sink;
+  /// The controller service of this device when it serves no control socket (the socket server
+  /// has its own); mrc_ctl.h calls on the application's context go to it.
+  std::unique_ptr<mrc::api::CtlService> own_service;
   /// Control socket server when the config names a ctl_socket (mrc_ctl.h); declared last so it
   /// stops before the endpoint and the profiles go.
   std::unique_ptr<mrc::api::CtlServer> ctl;
 };
 
+/// ibv_pd first (standard layout): the application's ibv_pd* converts back.
 struct mrc_pd {
-  mrc_device* device = nullptr;
-  std::uint32_t users = 0;  ///< MRs and QPs
+  ibv_pd ibv;
+  mrc_device* device;
+  std::uint32_t users;  ///< MRs and QPs
 };
+namespace mrc::api {
+inline mrc_pd* pd_of(ibv_pd* p) {
+  return reinterpret_cast<mrc_pd*>(p);
+}
+}  // namespace mrc::api
 
-/// The public struct mrc_mr comes first so the handle is the user-visible struct.
 struct MrcMrImpl {
-  mrc_mr pub{};
+  ibv_mr ibv;
+  mrc_pd* pd;
 };
 
 struct mrc_comp_channel {
@@ -68,7 +109,7 @@ struct mrc_cq {
   void* cq_context = nullptr;
   mrc_comp_channel* channel = nullptr;
   std::uint32_t cqe = 0;
-  mrc::io::SpscRing<mrc_wc> ring;
+  mrc::io::SpscRing<ibv_wc> ring;
   std::atomic<std::uint32_t> count{0};  ///< entries in ring (the producer refuses beyond cqe)
   std::atomic<bool> armed{false};
   std::atomic<bool> overrun{false};
@@ -76,6 +117,7 @@ struct mrc_cq {
   std::atomic<std::uint32_t> unacked{0};  ///< mrc_get_cq_event results not yet acked
   std::atomic<std::uint32_t> async_unacked{0};
   std::uint32_t qps = 0;
+  mrc_ctl_ev_event_cq* ev_cq = nullptr;  ///< an EV event CQ (mrc_ctl_create_ev_event_cq)
   explicit mrc_cq(std::uint32_t n) : cqe(n), ring(n) {}
 };
 
@@ -89,8 +131,8 @@ struct mrc_qp {
   mrc_context* ctx = nullptr;
   std::uint32_t qpn = 0;
   mrc_qp_init_attr init{};
-  std::atomic<mrc_qp_state> state{MRC_QPS_RESET};  ///< as the API last set it; `fatal` overrides
-  mrc_ib_qp_attr ib{};                             ///< IB attributes as last set
+  std::atomic<ibv_qp_state> state{IBV_QPS_RESET};  ///< as the API last set it; `fatal` overrides
+  ibv_qp_attr ib{};                                ///< IB attributes as last set
   mrc_qp_attr mrc{};                               ///< MRC attributes as last set
   mrc::engine::QpConfig cfg;                       ///< what the engine QP is built from
   bool profiles_held = false;
@@ -103,8 +145,12 @@ struct mrc_qp {
 };
 
 struct mrc_context {
-  mrc_device* device = nullptr;
+  mrc_device* device = nullptr;  ///< nullptr for a controller-only context (mrc_ctl_open_context)
   mrc_context_attr attr{};
+  /// Controller handle (mrc_ctl.h): a controller context's own, or one on the device's service,
+  /// made on first use.
+  mrc_ctl_context* ctl = nullptr;
+  mrc_ctl_cc_nscc_cfg cc_scratch{};  ///< what a CC query with cc_config = NULL points at
   bool app_progress = false;
   std::uint32_t channels = 0, cqs = 0, hints = 0;
   /// qpn -> QP; written inside execute() (or on the app-progress thread), read by route().

@@ -123,7 +123,7 @@ void ProfileStore::release(std::uint64_t ev_profile_id, std::uint64_t cc_profile
 int ProfileStore::modify_ev_fmt(std::uint64_t id, const EvFmtModify& m, std::string& why) {
   std::lock_guard lk(mu_);
   constexpr std::uint32_t known =
-      MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS;
+      MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | kWireFmtModifyFields;
   if (m.mask & ~known) {
     why = "attribute mask has bits a modify cannot take";
     return EINVAL;
@@ -159,7 +159,7 @@ int ProfileStore::modify_ev_fmt(std::uint64_t id, const EvFmtModify& m, std::str
     if (!ev_fmt_mode_valid(m.mode)) return fail(EINVAL, "unknown EV format mode");
     p.mode = m.mode;
   }
-  if (m.mask & MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS) {
+  if (m.mask & kWireFmtModifyFields) {
     std::uint64_t total = 0;
     for (const std::uint32_t w : m.widths) total += w;
     const auto mode = static_cast<EvFmtMode>(p.mode);
@@ -393,7 +393,7 @@ int ProfileStore::modify_ev(std::uint64_t id, const EvModify& m, EvResult& r, st
   const bool to_state = m.mask & MRC_CTL_EV_PROFILE_STATE;
   if (to_state && !valid_state(m.state)) return fail(EINVAL, "unknown profile state");
   const bool fields_modify =
-      (m.mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && m.fields_op == MRC_CTL_EV_FIELDS_OP_MODIFY;
+      (m.mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && m.fields_op == MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
 
   if (p.state == MRC_CTL_PROFILE_ONLINE) {
     constexpr std::uint32_t online_ok =
@@ -524,7 +524,7 @@ int ProfileStore::query_ev(std::uint64_t id, const EvModify& q, EvProfileInfo& o
   out.entries.clear();
   if (q.mask & MRC_CTL_EV_PROFILE_EV_OP) return query_ev_op(p, q, r, why);
   if (q.mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) {
-    if (q.fields_op != MRC_CTL_EV_FIELDS_OP_QUERY) {
+    if (q.fields_op != MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS) {
       why = "a query takes EV_FIELDS_OP QUERY only";
       return EINVAL;
     }

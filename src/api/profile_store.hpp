@@ -27,6 +27,10 @@
 
 namespace mrc::api {
 
+/// The service's EV-format mask bit for "the request brings the field widths" (the client turns
+/// OCP's MRC_CTL_EV_FMT_PROFILE_OP + MRC_CTL_EV_FMT_OP_MODIFY_FIELDS into it).
+inline constexpr std::uint32_t kWireFmtModifyFields = 1u << 3;
+
 /// What a QP gets from its EV and CC profiles when it moves to INIT.
 struct QpProfiles {
   std::vector<engine::Ev> evs;     ///< active EVs (port-interleaved) then backups
@@ -108,10 +112,10 @@ struct EvModify {
   std::uint32_t count = 0;
   std::uint32_t min_active = 0;
   std::uint32_t event_mask = 0;
-  mrc_ctl_ev_op_type op = MRC_CTL_EV_OP_REPLACE_EV;
+  mrc_ctl_ev_op op = MRC_CTL_EV_OP_REPLACE_EV;
   std::vector<EvOpEntry> entries;    ///< in and out (QUERY_EV_STATE fills state)
   std::uint32_t query_capacity = 0;  ///< QUERY_EV_ARRAY: room in the caller's array
-  mrc_ctl_ev_fields_op_type fields_op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+  mrc_ctl_ev_fields_op fields_op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
   std::vector<EvField> fields;
   std::uint32_t fields_capacity = 0;  ///< FIELDS_OP QUERY: room in the caller's array
 };

@@ -264,7 +264,7 @@ ProfileFile parse_profiles(const std::string& text, const std::string& name) {
       const auto* i = x.as_integer();
       if (i == nullptr || i->get() < 1 || i->get() > 32)
         rd.fail(&x, "a width must be an integer in [1, 32], not " + describe(x));
-      d.widths.push_back({static_cast<std::uint32_t>(i->get())});
+      d.widths.push_back({static_cast<std::uint8_t>(i->get())});
     }
     f.fmts.push_back(std::move(d));
   }

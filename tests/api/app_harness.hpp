@@ -27,12 +27,11 @@ inline std::string spec(int net, int host, int planes = 2) {
   return s;
 }
 
-constexpr std::uint32_t kInitIb = MRC_IB_QP_STATE | MRC_IB_QP_PKEY_INDEX | MRC_IB_QP_ACCESS_FLAGS;
+constexpr std::uint32_t kInitIb = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS;
 constexpr std::uint32_t kInitMrc = MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID;
-constexpr std::uint32_t kRtrIb =
-    MRC_IB_QP_STATE | MRC_IB_QP_AV | MRC_IB_QP_PATH_MTU | MRC_IB_QP_DEST_QPN | MRC_IB_QP_RQ_PSN;
+constexpr std::uint32_t kRtrIb = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 constexpr std::uint32_t kRtrMrc = MRC_QP_MAX_WIMM_DEST | MRC_QP_MPR_DEST | MRC_QP_CAP;
-constexpr std::uint32_t kRtsIb = MRC_IB_QP_STATE | MRC_IB_QP_SQ_PSN;
+constexpr std::uint32_t kRtsIb = IBV_QP_STATE | IBV_QP_SQ_PSN;
 constexpr std::uint32_t kRtsMrc = MRC_QP_MAX_WIMM | MRC_QP_MPR | MRC_QP_RETRY_CNT | MRC_QP_TIMEOUT;
 
 /// Connection data one side gives the other out of band.
@@ -40,17 +39,17 @@ struct Remote {
   std::uint32_t qpn = 0;
   std::uint32_t psn = 0;
   std::uint16_t port = 0;
-  std::vector<mrc_gid> gids;
+  std::vector<ibv_gid> gids;
 };
 
 struct Side {
-  mrc_device* dev = nullptr;
+  ibv_context* dev = nullptr;
   mrc_context* ctx = nullptr;
-  mrc_pd* pd = nullptr;
+  ibv_pd* pd = nullptr;
   mrc_comp_channel* ch = nullptr;
   mrc_cq* cq = nullptr;
   mrc_qp* qp = nullptr;
-  mrc_mr* mr = nullptr;
+  ibv_mr* mr = nullptr;
   std::vector<std::uint8_t> buf;
   std::uint32_t psn = 0;
 
@@ -60,13 +59,12 @@ struct Side {
     dev = mrc_open_device_str(device.c_str());
     ASSERT_NE(dev, nullptr) << device << ": " << std::strerror(errno);
     mrc_context_attr ca{};
-    ca.flags = ctx_flags;
-    ctx = mrc_create_context(dev, &ca);
+    ctx = mrc_create_context_ex(dev, &ca, ctx_flags);
     ASSERT_NE(ctx, nullptr);
-    pd = mrc_alloc_pd(dev);
+    pd = ibv_alloc_pd(dev);
     ASSERT_NE(pd, nullptr);
     buf.assign(bytes, 0);
-    mr = mrc_reg_mr(pd, buf.data(), buf.size(), MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
+    mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     ASSERT_NE(mr, nullptr);
     if (channel) {
       ASSERT_EQ(mrc_create_comp_channel(ctx, &ch), 0);
@@ -76,7 +74,7 @@ struct Side {
     qp = mrc_create_qp(ctx, init_attr());
     ASSERT_NE(qp, nullptr);
   }
-  const mrc_qp_init_attr* init_attr() {
+  mrc_qp_init_attr* init_attr() {
     static thread_local mrc_qp_init_attr a;
     a = mrc_qp_init_attr{};
     a.send_cq = cq;
@@ -93,12 +91,20 @@ struct Side {
     EXPECT_EQ(mrc_get_qpn(qp, &r.qpn), 0);
     r.psn = psn;
     EXPECT_EQ(mrc_query_udp_port(dev, &r.port), 0);
-    mrc_device_attr da{};
-    EXPECT_EQ(mrc_query_device(dev, &da, nullptr), 0);
-    r.gids.resize(da.num_ports);
-    for (std::uint32_t p = 0; p < da.num_ports; ++p)
-      EXPECT_EQ(mrc_query_gid(dev, static_cast<std::uint8_t>(p + 1), 0, &r.gids[p]), 0);
+    ibv_device_attr da{};
+    EXPECT_EQ(ibv_query_device(dev, &da), 0);
+    r.gids.resize(da.phys_port_cnt);
+    for (std::uint32_t p = 0; p < da.phys_port_cnt; ++p)
+      EXPECT_EQ(ibv_query_gid(dev, static_cast<std::uint8_t>(p + 1), 0, &r.gids[p]), 0);
     return r;
+  }
+  /// Makes a peer's planes known to this device (an address vector names it by one GID).
+  void learn(const Remote& r) const {
+    mrc_peer_attr p{};
+    p.num_planes = static_cast<std::uint32_t>(r.gids.size());
+    for (std::size_t i = 0; i < r.gids.size(); ++i) p.plane_gid[i] = r.gids[i];
+    p.udp_port = r.port;
+    EXPECT_EQ(mrc_add_peer(dev, &p), 0) << std::strerror(errno);
   }
   void close() {
     if (qp) {
@@ -111,16 +117,16 @@ struct Side {
       EXPECT_EQ(mrc_destroy_comp_channel(ch), 0);
     }
     if (mr) {
-      EXPECT_EQ(mrc_dereg_mr(mr), 0);
+      EXPECT_EQ(ibv_dereg_mr(mr), 0);
     }
     if (pd) {
-      EXPECT_EQ(mrc_dealloc_pd(pd), 0);
+      EXPECT_EQ(ibv_dealloc_pd(pd), 0);
     }
     if (ctx) {
       EXPECT_EQ(mrc_destroy_context(ctx), 0) << std::strerror(errno);
     }
     if (dev) {
-      EXPECT_EQ(mrc_close_device(dev), 0);
+      EXPECT_EQ(ibv_close_device(dev), 0);
     }
     *this = Side{};
   }
@@ -128,27 +134,26 @@ struct Side {
 
 /// The attributes of each transition (everything required, valid values).
 struct Attrs {
-  mrc_ib_qp_attr v{};
+  ibv_qp_attr v{};
   mrc_qp_attr m{};
 };
 
 inline Attrs init_attrs() {
   Attrs a;
-  a.v.qp_state = MRC_QPS_INIT;
-  a.v.qp_access_flags = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
+  a.v.qp_state = IBV_QPS_INIT;
+  a.v.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
   return a;
 }
 
 inline Attrs rtr_attrs(const Remote& r) {
   Attrs a;
-  a.v.qp_state = MRC_QPS_RTR;
-  a.v.path_mtu = MRC_MTU_4096;
+  a.v.qp_state = IBV_QPS_RTR;
+  a.v.path_mtu = IBV_MTU_4096;
   a.v.dest_qp_num = r.qpn;
   a.v.rq_psn = r.psn;
   a.v.ah_attr.is_global = 1;
-  a.v.ah_attr.num_planes = static_cast<std::uint8_t>(r.gids.size());
-  a.v.ah_attr.udp_dport = r.port;
-  for (std::size_t i = 0; i < r.gids.size(); ++i) a.v.ah_attr.plane_dgid[i] = r.gids[i];
+  a.v.ah_attr.port_num = 1;
+  if (!r.gids.empty()) a.v.ah_attr.grh.dgid = r.gids[0];
   a.m.mpr.mpr_dest = 8;
   a.m.wimm.max_wimm_dest = 64;
   return a;
@@ -158,7 +163,7 @@ inline Attrs rtr_attrs(const Remote& r) {
 /// ms, and spurious timeouts would only make the tests slower and noisier.
 inline Attrs rts_attrs(std::uint32_t sq_psn, std::uint8_t timeout = 18) {
   Attrs a;
-  a.v.qp_state = MRC_QPS_RTS;
+  a.v.qp_state = IBV_QPS_RTS;
   a.v.sq_psn = sq_psn;
   a.m.mpr.mpr = 8;
   a.m.wimm.max_wimm = 64;
@@ -181,9 +186,9 @@ inline int to_rts(mrc_qp* qp, std::uint32_t sq_psn, std::uint8_t timeout = 18) {
   return mrc_modify_qp(qp, &a.v, kRtsIb, &a.m, kRtsMrc);
 }
 
-inline mrc_qp_state state_of(mrc_qp* qp) {
-  mrc_ib_qp_attr v{};
-  EXPECT_EQ(mrc_query_qp(qp, &v, MRC_IB_QP_STATE, nullptr, 0, nullptr), 0);
+inline ibv_qp_state state_of(mrc_qp* qp) {
+  ibv_qp_attr v{};
+  EXPECT_EQ(mrc_query_qp(qp, &v, IBV_QP_STATE, nullptr, 0, nullptr), 0);
   return v.qp_state;
 }
 
@@ -192,6 +197,8 @@ inline void connect(Side& a, Side& b) {
   a.psn = 0x1000;
   b.psn = 0xFFFF00;  // wraps the 24-bit PSN space early
   const Remote ra = a.remote(), rb = b.remote();
+  a.learn(rb);
+  b.learn(ra);
   ASSERT_EQ(to_init(a.qp), 0) << std::strerror(errno);
   ASSERT_EQ(to_init(b.qp), 0);
   ASSERT_EQ(to_rtr(a.qp, rb), 0) << std::strerror(errno);
@@ -200,18 +207,18 @@ inline void connect(Side& a, Side& b) {
   ASSERT_EQ(to_rts(b.qp, b.psn), 0);
 }
 
-inline mrc_send_wr write_wr(mrc_sge& sge, const Side& from, std::size_t off, std::uint32_t len,
+inline ibv_send_wr write_wr(ibv_sge& sge, const Side& from, std::size_t off, std::uint32_t len,
                             const Side& to, std::size_t remote_off, std::uint64_t id, bool imm,
                             std::uint32_t imm_host = 0) {
   sge.addr = reinterpret_cast<std::uint64_t>(from.buf.data() + off);
   sge.length = len;
   sge.lkey = from.mr->lkey;
-  mrc_send_wr wr{};
+  ibv_send_wr wr{};
   wr.wr_id = id;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.opcode = imm ? MRC_WR_RDMA_WRITE_WITH_IMM : MRC_WR_RDMA_WRITE;
-  wr.send_flags = MRC_SEND_SIGNALED;
+  wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
   wr.imm_data = htonl(imm_host);
   wr.wr.rdma.remote_addr = reinterpret_cast<std::uint64_t>(to.buf.data() + remote_off);
   wr.wr.rdma.rkey = to.mr->rkey;
@@ -219,23 +226,23 @@ inline mrc_send_wr write_wr(mrc_sge& sge, const Side& from, std::size_t off, std
 }
 
 inline int post_recv(mrc_qp* qp, std::uint64_t id) {
-  mrc_recv_wr wr{};
+  ibv_recv_wr wr{};
   wr.wr_id = id;
-  mrc_recv_wr* bad = nullptr;
+  ibv_recv_wr* bad = nullptr;
   return mrc_post_recv(qp, &wr, &bad);
 }
 
 /// Polls until `n` completions arrived, for at most 30 s: a completion that never comes is a
 /// failure the test reports, not a hang of the whole run.
-inline std::vector<mrc_wc> poll_n(Side& s, std::size_t n, mrc_context* drive = nullptr) {
+inline std::vector<ibv_wc> poll_n(Side& s, std::size_t n, mrc_context* drive = nullptr) {
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  std::vector<mrc_wc> out;
+  std::vector<ibv_wc> out;
   while (out.size() < n) {
     if (std::chrono::steady_clock::now() > limit) {
       ADD_FAILURE() << "poll_n: " << out.size() << " of " << n << " completions after 30 s";
       break;
     }
-    mrc_wc wc[16];
+    ibv_wc wc[16];
     if (drive) mrc_progress(drive, 1);
     const int k = mrc_poll_cq(s.cq, 16, wc);
     if (k < 0) {

@@ -16,7 +16,7 @@ namespace mrc::ctltest {
 namespace {
 
 /// A 2-plane device on 127.<net>.{1,2}.1 serving the controller API on `path`.
-mrc_device* open_ctl_device(const std::string& path, int net) {
+ibv_context* open_ctl_device(const std::string& path, int net) {
   const std::string a = "127." + std::to_string(net) + ".1.1", b = "127." + std::to_string(net) + ".2.1";
   mrc_device_config cfg{};
   cfg.num_planes = 2;
@@ -28,7 +28,7 @@ mrc_device* open_ctl_device(const std::string& path, int net) {
 
 TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   const std::string path = "/tmp/mrc-ctl-dev-" + std::to_string(::getpid());
-  mrc_device* dev = open_ctl_device(path, 76);
+  ibv_context* dev = open_ctl_device(path, 76);
   ASSERT_NE(dev, nullptr) << std::strerror(errno);
   mrc_ctl_context* c = mrc_ctl_open(path.c_str());
   ASSERT_NE(c, nullptr) << std::strerror(errno);
@@ -44,7 +44,7 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   mrc_context_attr ca{};
   mrc_context* ctx = mrc_create_context(dev, &ca);
   ASSERT_NE(ctx, nullptr);
-  mrc_pd* pd = mrc_alloc_pd(dev);
+  ibv_pd* pd = ibv_alloc_pd(dev);
   ASSERT_NE(pd, nullptr);
   mrc_cq* cq = mrc_create_cq(ctx, 16, nullptr, nullptr, 0);
   ASSERT_NE(cq, nullptr);
@@ -56,13 +56,13 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   ia.protocol_version = MRC_PROTOCOL_VERSION_1;
   mrc_qp* qp = mrc_create_qp(ctx, &ia);
   ASSERT_NE(qp, nullptr);
-  mrc_ib_qp_attr ib{};
-  ib.qp_state = MRC_QPS_INIT;
-  ib.qp_access_flags = MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE;
+  ibv_qp_attr ib{};
+  ib.qp_state = IBV_QPS_INIT;
+  ib.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
   mrc_qp_attr ma{};
   ma.profile.ev_profile_id = 1;
   ma.profile.cc_profile_id = 6;
-  ASSERT_EQ(mrc_modify_qp(qp, &ib, MRC_IB_QP_STATE | MRC_IB_QP_PKEY_INDEX | MRC_IB_QP_ACCESS_FLAGS, &ma,
+  ASSERT_EQ(mrc_modify_qp(qp, &ib, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS, &ma,
                           MRC_QP_HINT | MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID),
             0)
       << std::strerror(errno);
@@ -83,7 +83,7 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   // flow label, so its engine value is 0x00020000 (D37 canonical form).
   engine::EvState st = engine::EvState::kGood;
   bool found = false;
-  dev->ue->execute([&](engine::Endpoint& ep) {
+  mrc::api::device_of(dev)->ue->execute([&](engine::Endpoint& ep) {
     const engine::EvManager& evm = ep.qp(qpn)->evs();
     const std::uint16_t slot = evm.find(0x00020000u, 1);
     found = slot != engine::EvManager::kNone;
@@ -97,9 +97,9 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
   EXPECT_EQ(mrc_ctl_modify_cc_profile(c, 6, &cc, MRC_CTL_CC_PROFILE_STATE), 0);
   EXPECT_EQ(mrc_ctl_close(c), 0);
   EXPECT_EQ(mrc_destroy_cq(cq), 0);
-  EXPECT_EQ(mrc_dealloc_pd(pd), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
   EXPECT_EQ(mrc_destroy_context(ctx), 0);
-  EXPECT_EQ(mrc_close_device(dev), 0);
+  EXPECT_EQ(ibv_close_device(dev), 0);
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the socket file goes with the device";
 }
 
@@ -108,13 +108,12 @@ TEST(CtlDevice, DeviceServesItsControlSocketAndQpsHoldProfiles) {
 // port's admin state and reads counters while the application registers memory and progresses.
 TEST(CtlDevice, ControllerSocketAndApplicationDrivenProgressTakeTurnsInTheEngine) {
   const std::string path = "/tmp/mrc-ctl-app-" + std::to_string(::getpid());
-  mrc_device* dev = open_ctl_device(path, 77);
+  ibv_context* dev = open_ctl_device(path, 77);
   ASSERT_NE(dev, nullptr) << std::strerror(errno);
   mrc_context_attr ca{};
-  ca.flags = MRC_CONTEXT_APP_PROGRESS;
-  mrc_context* ctx = mrc_create_context(dev, &ca);
+  mrc_context* ctx = mrc_create_context_ex(dev, &ca, MRC_CONTEXT_APP_PROGRESS);
   ASSERT_NE(ctx, nullptr);
-  mrc_pd* pd = mrc_alloc_pd(dev);
+  ibv_pd* pd = ibv_alloc_pd(dev);
   ASSERT_NE(pd, nullptr);
   mrc_ctl_context* c = mrc_ctl_open(path.c_str());
   ASSERT_NE(c, nullptr) << std::strerror(errno);
@@ -136,8 +135,8 @@ TEST(CtlDevice, ControllerSocketAndApplicationDrivenProgressTakeTurnsInTheEngine
   std::vector<std::uint8_t> buf(1 << 16);
   int app_failures = 0, rounds = 0;
   while (!done) {
-    mrc_mr* mr = mrc_reg_mr(pd, buf.data(), buf.size(), MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_WRITE);
-    if (mr == nullptr || mrc_dereg_mr(mr) != 0) ++app_failures;
+    ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (mr == nullptr || ibv_dereg_mr(mr) != 0) ++app_failures;
     if (mrc_progress(ctx, 1) < 0) ++app_failures;
     ++rounds;
   }
@@ -151,9 +150,9 @@ TEST(CtlDevice, ControllerSocketAndApplicationDrivenProgressTakeTurnsInTheEngine
   ASSERT_EQ(mrc_ctl_query_port(c, 2, &pa, MRC_CTL_PORT_ADMIN_STATE), 0);
   EXPECT_EQ(pa.port_admin_state, MRC_CTL_PORT_ADMIN_ENABLED);
   EXPECT_EQ(mrc_ctl_close(c), 0);
-  EXPECT_EQ(mrc_dealloc_pd(pd), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
   EXPECT_EQ(mrc_destroy_context(ctx), 0);
-  EXPECT_EQ(mrc_close_device(dev), 0);
+  EXPECT_EQ(ibv_close_device(dev), 0);
 }
 
 }  // namespace

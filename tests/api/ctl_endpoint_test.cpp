@@ -45,8 +45,8 @@ struct Pair {
 mrc_ctl_ep_req probe(std::uint16_t id, const std::string& v4, std::uint8_t port, std::uint32_t ev) {
   mrc_ctl_ep_req r{};
   r.req_id = id;
-  r.dgid[10] = r.dgid[11] = 0xFF;
-  EXPECT_EQ(inet_pton(AF_INET, v4.c_str(), r.dgid + 12), 1);
+  r.dgid.raw[10] = r.dgid.raw[11] = 0xFF;
+  EXPECT_EQ(inet_pton(AF_INET, v4.c_str(), r.dgid.raw + 12), 1);
   r.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
   r.req_ev.val[0] = static_cast<std::uint8_t>(ev >> 24);
   r.req_ev.val[1] = static_cast<std::uint8_t>(ev >> 16);
@@ -86,7 +86,7 @@ TEST(CtlProbe, RoundTripBetweenTwoLoopbackEndpointsHasPositiveRtt) {
   EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL)
       << "port 3 of 2";
   bad = probe(12, "127.71.1.2", 1, 5);
-  bad.dgid[10] = 0;  // not an IPv4-mapped GID on an IPv4 endpoint
+  bad.dgid.raw[10] = 0;  // not an IPv4-mapped GID on an IPv4 endpoint
   EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 0, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL);
   bad = probe(12, "127.71.1.2", 1, 5);
   EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 64, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL)
@@ -263,7 +263,7 @@ TEST(CtlSocket, ServerAndClientRunTheSameOperations) {
   mrc_ctl_ev_profile_attr q{};
   q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
   q.ev_op.entries = arr.data();
-  q.ev_op.num_entries = 4;
+  q.ev_op.entry_count = 4;
   ASSERT_EQ(mrc_ctl_query_ev_profile(c, 1, &q, MRC_CTL_EV_PROFILE_EV_OP), 0);
   EXPECT_EQ(arr[3].ev.val[1], 4);
   EXPECT_EQ(arr[3].ev.port, 2);

@@ -33,12 +33,12 @@ inline int fmt_to(mrc_ctl_context* c, std::uint64_t id, mrc_ctl_profile_state s,
                   mrc_ctl_ev_fmt_mode mode = MRC_CTL_EV_FMT_MODE_STEV,
                   std::vector<std::uint32_t> widths = {16, 16}) {
   std::vector<mrc_ctl_ev_fmt_field> f;
-  for (auto w : widths) f.push_back({w});
+  for (auto w : widths) f.push_back({static_cast<std::uint8_t>(w)});
   mrc_ctl_ev_fmt_profile_attr a{};
   a.profile_state = s;
   a.ev_fmt_mode = mode;
   a.ev_fmt_op.fmt_fields = f.data();
-  a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(f.size());
+  a.ev_fmt_op.fmt_field_count = static_cast<int>(f.size());
   return mrc_ctl_modify_ev_fmt_profile(c, id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | extra_mask);
 }
 
@@ -48,7 +48,7 @@ inline void online_fmt(mrc_ctl_context* c, std::uint64_t id,
                        std::vector<std::uint32_t> widths = {16, 16}) {
   ASSERT_EQ(fmt_to(c, id, MRC_CTL_PROFILE_OFFLINE, MRC_CTL_EV_FMT_PROFILE_MODE, mode, widths), 0)
       << mrc_ctl_last_error(c);
-  ASSERT_EQ(fmt_to(c, id, MRC_CTL_PROFILE_ONLINE, MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS, mode, widths), 0)
+  ASSERT_EQ(fmt_to(c, id, MRC_CTL_PROFILE_ONLINE, MRC_CTL_EV_FMT_PROFILE_OP, mode, widths), 0)
       << mrc_ctl_last_error(c);
 }
 
@@ -74,24 +74,22 @@ inline int ev_offline(mrc_ctl_context* c, std::uint64_t id, mrc_ctl_ev_mode mode
   a.ev_mode = mode;
   a.ev_fmt_profile_id = fmt;
   a.ev_count = count;
-  a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+  a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
   a.ev_fields_op.fields = fields.data();
-  a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
+  a.ev_fields_op.field_count = static_cast<int>(fields.size());
   return mrc_ctl_modify_ev_profile(c, id, &a,
                                    MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE |
                                        MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
                                        MRC_CTL_EV_PROFILE_EV_FIELDS_OP);
 }
 
-inline int ev_op(mrc_ctl_context* c, std::uint64_t id, mrc_ctl_ev_op_type op,
-                 std::vector<mrc_ctl_ev_op_entry>& e, std::uint32_t* done = nullptr) {
+inline int ev_op(mrc_ctl_context* c, std::uint64_t id, mrc_ctl_ev_op op, std::vector<mrc_ctl_ev_op_entry>& e,
+                 std::uint32_t* done = nullptr) {
   mrc_ctl_ev_profile_attr a{};
   a.ev_op.op = op;
   a.ev_op.entries = e.data();
-  a.ev_op.num_entries = static_cast<std::uint32_t>(e.size());
-  const int rc = mrc_ctl_modify_ev_profile(c, id, &a, MRC_CTL_EV_PROFILE_EV_OP);
-  if (done) *done = a.ev_op.num_done;
-  return rc;
+  a.ev_op.entry_count = static_cast<int>(e.size());
+  return mrc_ctl_modify_ev_profile(c, id, &a, MRC_CTL_EV_PROFILE_EV_OP, done);
 }
 
 inline int ev_online(mrc_ctl_context* c, std::uint64_t id, std::uint32_t min_active = 1,

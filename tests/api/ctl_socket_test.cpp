@@ -298,7 +298,7 @@ TEST(CtlSocketFraming, ServerAnswersEmsgsizeAndCloses) {
   std::vector<mrc_ctl_ev_op_entry> entries(8);
   a.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
   a.ev_op.entries = entries.data();
-  a.ev_op.num_entries = 8;
+  a.ev_op.entry_count = 8;
   EXPECT_EQ(mrc_ctl_modify_ev_profile(c, 1, &a, MRC_CTL_EV_PROFILE_EV_OP), EMSGSIZE);
   EXPECT_NE(std::string(mrc_ctl_last_error(c)).find("limit of 256"), std::string::npos)
       << mrc_ctl_last_error(c);

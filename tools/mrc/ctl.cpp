@@ -176,15 +176,27 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
     if (rc != 0) throw CtlError(f.at(line) + ": " + what + ": " + why_text(c, rc), exit_code_of(rc));
   };
   // Tear down what the file redefines: EV profiles first (their formats are busy while ONLINE).
+  // The handle overloads of api/ctl.hpp (0 or an errno value).
+  const auto ev_modify = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
+                            std::uint32_t m) { return mrc_ctl_modify_ev_profile(h, id, a, m); };
+  const auto ev_query = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
+                           std::uint32_t m) { return mrc_ctl_query_ev_profile(h, id, a, m); };
+  const auto fmt_modify = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_fmt_profile_attr* a,
+                             std::uint32_t m) { return mrc_ctl_modify_ev_fmt_profile(h, id, a, m); };
+  const auto fmt_query = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_fmt_profile_attr* a,
+                            std::uint32_t m) { return mrc_ctl_query_ev_fmt_profile(h, id, a, m); };
+  const auto cc_modify = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_cc_profile_attr* a,
+                            std::uint32_t m) { return mrc_ctl_modify_cc_profile(h, id, a, m); };
+  const auto cc_query = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_cc_profile_attr* a,
+                           std::uint32_t m) { return mrc_ctl_query_cc_profile(h, id, a, m); };
   for (const EvDef& d : f.evps)
-    reset_profile<mrc_ctl_ev_profile_attr>(c, d.id, mrc_ctl_modify_ev_profile, mrc_ctl_query_ev_profile,
+    reset_profile<mrc_ctl_ev_profile_attr>(c, d.id, ev_modify, ev_query,
                                            f.at(d.at.line) + ": EV profile " + std::to_string(d.id));
   for (const FmtDef& d : f.fmts)
-    reset_profile<mrc_ctl_ev_fmt_profile_attr>(c, d.id, mrc_ctl_modify_ev_fmt_profile,
-                                               mrc_ctl_query_ev_fmt_profile,
+    reset_profile<mrc_ctl_ev_fmt_profile_attr>(c, d.id, fmt_modify, fmt_query,
                                                f.at(d.at.line) + ": EV format " + std::to_string(d.id));
   for (const CcDef& d : f.ccs)
-    reset_profile<mrc_ctl_cc_profile_attr>(c, d.id, mrc_ctl_modify_cc_profile, mrc_ctl_query_cc_profile,
+    reset_profile<mrc_ctl_cc_profile_attr>(c, d.id, cc_modify, cc_query,
                                            f.at(d.at.line) + ": CC profile " + std::to_string(d.id));
 
   for (const FmtDef& d : f.fmts) {
@@ -198,10 +210,11 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
             d.at.key("mode"), what);
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.ev_fmt_op.fmt_fields = widths.data();
-    a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
-    refused(mrc_ctl_modify_ev_fmt_profile(
-                c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODIFY_FIELDS),
-            d.at.key("widths"), what);
+    a.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+    a.ev_fmt_op.fmt_field_count = static_cast<int>(widths.size());
+    refused(
+        mrc_ctl_modify_ev_fmt_profile(c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP),
+        d.at.key("widths"), what);
   }
 
   for (const EvDef& d : f.evps) {
@@ -215,7 +228,7 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
     if (d.mode != MRC_CTL_EV_MODE_AUTO) {
       a.ev_fmt_profile_id = d.fmt_id;
       a.ev_count = d.count;
-      a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY;
+      a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
       a.ev_fields_op.fields = fields.data();
       a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
       mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
@@ -234,13 +247,13 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
                      {"generate", "fields"}}),
               what);
     // EV array operations: a failure names the entry it stopped at.
-    const auto ev_op = [&](std::vector<mrc_ctl_ev_op_entry> ops, mrc_ctl_ev_op_type op,
+    const auto ev_op = [&](std::vector<mrc_ctl_ev_op_entry> ops, mrc_ctl_ev_op op,
                            const std::vector<std::uint32_t>& lines, const char* key) {
       if (ops.empty()) return;
       a = {};
       a.ev_op.op = op;
       a.ev_op.entries = ops.data();
-      a.ev_op.num_entries = static_cast<std::uint32_t>(ops.size());
+      a.ev_op.entry_count = static_cast<int>(ops.size());
       const int rc = mrc_ctl_modify_ev_profile(c, d.id, &a, MRC_CTL_EV_PROFILE_EV_OP);
       if (rc == 0) return;
       std::size_t i = 0;
@@ -287,7 +300,6 @@ void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
             d.at.key("algorithm"), what);
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.cc_config = &cfg;
-    a.cc_config_len = sizeof(cfg);
     if (int rc = mrc_ctl_modify_cc_profile(
             c, d.id, &a, MRC_CTL_CC_PROFILE_STATE | (a.algorithm ? MRC_CTL_CC_PROFILE_CONFIG : 0));
         rc != 0) {
@@ -360,18 +372,18 @@ EvProfileView read_ev_profile(mrc_ctl_context* c, std::uint64_t id, const char* 
   q.ev_op.op = MRC_CTL_EV_OP_QUERY_EV_ARRAY;
   int rc = mrc_ctl_query_ev_profile(c, id, &q, MRC_CTL_EV_PROFILE_EV_OP);
   if (rc == E2BIG) {
-    v.entries.resize(q.ev_op.num_entries);
+    v.entries.resize(static_cast<std::size_t>(q.ev_op.entry_count));
     q.ev_op.entries = v.entries.data();
     rc = mrc_ctl_query_ev_profile(c, id, &q, MRC_CTL_EV_PROFILE_EV_OP);
   }
   check(c, rc, what + " EV array");
-  v.entries.resize(q.ev_op.num_entries);
+  v.entries.resize(static_cast<std::size_t>(q.ev_op.entry_count));
   q = {};
-  q.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_QUERY;
+  q.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS;
   rc = mrc_ctl_query_ev_profile(c, id, &q, MRC_CTL_EV_PROFILE_EV_FIELDS_OP);
   std::vector<mrc_ctl_ev_field> f;
   if (rc == E2BIG) {
-    f.resize(q.ev_fields_op.field_count);
+    f.resize(static_cast<std::size_t>(q.ev_fields_op.field_count));
     q.ev_fields_op.fields = f.data();
     rc = mrc_ctl_query_ev_profile(c, id, &q, MRC_CTL_EV_PROFILE_EV_FIELDS_OP);
   }
@@ -380,12 +392,14 @@ EvProfileView read_ev_profile(mrc_ctl_context* c, std::uint64_t id, const char* 
   mrc_ctl_ev_fmt_profile_attr fa{};
   std::vector<mrc_ctl_ev_fmt_field> w(api::kEvBits);
   fa.ev_fmt_op.fmt_fields = w.data();
-  fa.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(w.size());
+  fa.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_QUERY_FIELDS;
+  fa.ev_fmt_op.fmt_field_count = static_cast<int>(w.size());
   check(c,
         mrc_ctl_query_ev_fmt_profile(c, v.attr.ev_fmt_profile_id, &fa,
-                                     MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_QUERY_FIELDS),
+                                     MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP),
         "EV format " + std::to_string(v.attr.ev_fmt_profile_id));
-  for (std::uint32_t i = 0; i < fa.ev_fmt_op.fmt_field_count; ++i) v.widths.push_back(w[i].width);
+  for (int i = 0; i < fa.ev_fmt_op.fmt_field_count; ++i)
+    v.widths.push_back(w[static_cast<std::size_t>(i)].width);
   v.fmt_mode = fa.ev_fmt_mode;
   return v;
 }
@@ -503,14 +517,16 @@ int cmd_show(mrc_ctl_context* c) {
     mrc_ctl_ev_fmt_profile_attr fa{};
     std::vector<mrc_ctl_ev_fmt_field> w(api::kEvBits);
     fa.ev_fmt_op.fmt_fields = w.data();
-    fa.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(w.size());
+    fa.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_QUERY_FIELDS;
+    fa.ev_fmt_op.fmt_field_count = static_cast<int>(w.size());
     check(c,
-          mrc_ctl_query_ev_fmt_profile(c, id, &fa,
-                                       MRC_CTL_EV_FMT_PROFILE_CUR_STATE | MRC_CTL_EV_FMT_PROFILE_MODE |
-                                           MRC_CTL_EV_FMT_PROFILE_QUERY_FIELDS),
+          mrc_ctl_query_ev_fmt_profile(
+              c, id, &fa,
+              MRC_CTL_EV_FMT_PROFILE_CUR_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP),
           "EV format " + std::to_string(id));
     std::vector<std::uint32_t> widths;
-    for (std::uint32_t i = 0; i < fa.ev_fmt_op.fmt_field_count; ++i) widths.push_back(w[i].width);
+    for (int i = 0; i < fa.ev_fmt_op.fmt_field_count; ++i)
+      widths.push_back(w[static_cast<std::size_t>(i)].width);
     out["ev_formats"].push_back(nlohmann::json{{"id", id},
                                                {"state", profile_state_name(fa.cur_profile_state)},
                                                {"mode", fa.ev_fmt_mode == MRC_CTL_EV_FMT_MODE_SRV6  ? "srv6"
@@ -590,8 +606,8 @@ int cmd_probe(mrc_ctl_context* c) {
   for (std::uint32_t i = 0; i < g_ctl.count; ++i) {
     mrc_ctl_ep_req& r = req[i];
     r.req_id = static_cast<std::uint16_t>(::getpid() + i);
-    parse_gid(g_ctl.dgid, r.dgid);  // checked by the option's validator
-    r.ev_fmt_mode = fmt_mode_of(g_ctl.fmt_mode);
+    parse_gid(g_ctl.dgid, r.dgid.raw);  // checked by the option's validator
+    r.ev_fmt_mode = static_cast<mrc_ctl_ev_fmt_mode>(fmt_mode_of(g_ctl.fmt_mode));
     r.req_ev = make_ev(ev, static_cast<std::uint8_t>(g_ctl.port));
   }
   std::vector<mrc_ctl_ep_rsp> rsp(g_ctl.count);
@@ -650,7 +666,7 @@ int cmd_deny(mrc_ctl_context* c, bool deny) {
   mrc_ctl_ev_profile_attr a{};
   a.ev_op.op = MRC_CTL_EV_OP_MODIFY_EV_STATE;
   a.ev_op.entries = &e;
-  a.ev_op.num_entries = 1;
+  a.ev_op.entry_count = 1;
   const int rc = mrc_ctl_modify_ev_profile(c, g_ctl.profile, &a, MRC_CTL_EV_PROFILE_EV_OP);
   if (rc == ENOENT)
     bad_input(std::string(cmd) + ": EV " + ev_text + " on port " + std::to_string(g_ctl.port) +

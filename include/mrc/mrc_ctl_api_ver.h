@@ -1,0 +1,59 @@
+/* MRC controller API versions: the macro set of OCP's mrc_ctl_api_ver.h (same names and values),
+ * written for this project. The controller API (mrc_ctl.h) is versioned apart from mrc.h; the
+ * rules are those of mrc_api_ver.h with MRC_CTL_ in front. */
+#ifndef _MRC_CTL_API_VER_H_
+#define _MRC_CTL_API_VER_H_
+
+#define MRC_CTL_API_VER_MAJOR_OFFSET 24
+#define MRC_CTL_API_VER_MINOR_OFFSET 16
+#define MRC_CTL_API_VER_SUBMINOR_OFFSET 0
+
+#define MRC_CTL_API_VER(maj, min, sub)                                                 \
+  (((maj) << MRC_CTL_API_VER_MAJOR_OFFSET) | ((min) << MRC_CTL_API_VER_MINOR_OFFSET) | \
+   ((sub) << MRC_CTL_API_VER_SUBMINOR_OFFSET))
+
+#define MRC_CTL_API_VER_LATEST MRC_CTL_API_VER(0xFF, 0xFF, 0xFFFF)
+
+#define MRC_CTL_API_CURRENT_VERSION MRC_CTL_API_VER(1, 0, 1)
+#define MRC_CTL_API_LAST_SUPPORTED_VERSION MRC_CTL_API_VER(0, 0, 0)
+
+#ifndef MRC_CTL_API_VER_USED
+#define MRC_CTL_API_VER_USED MRC_CTL_API_CURRENT_VERSION
+#elif MRC_CTL_API_VER_USED == MRC_CTL_API_VER_LATEST
+#undef MRC_CTL_API_VER_USED
+#define MRC_CTL_API_VER_USED MRC_CTL_API_CURRENT_VERSION
+#endif
+
+#if MRC_CTL_API_VER_USED > MRC_CTL_API_CURRENT_VERSION
+#error "MRC_CTL_API_VER_USED is newer than MRC_CTL_API_CURRENT_VERSION"
+#elif MRC_CTL_API_VER_USED < MRC_CTL_API_LAST_SUPPORTED_VERSION
+#error "MRC_CTL_API_VER_USED is older than MRC_CTL_API_LAST_SUPPORTED_VERSION"
+#elif MRC_CTL_API_VER_USED == MRC_CTL_API_LAST_SUPPORTED_VERSION
+#warning "MRC_CTL_API_VER_USED is the oldest supported version and may be dropped"
+#endif
+
+/* The vendor (provider) API: this implementation's own calls (mrc_ctl_open_context, ...). */
+#define MRC_CTL_VENDOR_API_CURRENT_VERSION MRC_CTL_API_VER(1, 0, 0)
+#define MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION MRC_CTL_API_VER(0, 0, 0)
+
+#ifndef MRC_CTL_VENDOR_API_VER_USED
+#define MRC_CTL_VENDOR_API_VER_USED MRC_CTL_VENDOR_API_CURRENT_VERSION
+#elif MRC_CTL_VENDOR_API_VER_USED == MRC_CTL_API_VER_LATEST
+#undef MRC_CTL_VENDOR_API_VER_USED
+#define MRC_CTL_VENDOR_API_VER_USED MRC_CTL_VENDOR_API_CURRENT_VERSION
+#endif
+
+#if MRC_CTL_VENDOR_API_VER_USED > MRC_CTL_VENDOR_API_CURRENT_VERSION
+#error "MRC_CTL_VENDOR_API_VER_USED is newer than MRC_CTL_VENDOR_API_CURRENT_VERSION"
+#elif MRC_CTL_VENDOR_API_VER_USED < MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION
+#error "MRC_CTL_VENDOR_API_VER_USED is older than MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION"
+#elif MRC_CTL_VENDOR_API_VER_USED == MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION
+#warning "MRC_CTL_VENDOR_API_VER_USED is the oldest supported vendor version and may be dropped"
+#endif
+
+/* Extensions (not in OCP's header): the fields of the current version. */
+#define MRC_CTL_API_VER_MAJOR ((MRC_CTL_API_CURRENT_VERSION >> MRC_CTL_API_VER_MAJOR_OFFSET) & 0xFFu)
+#define MRC_CTL_API_VER_MINOR ((MRC_CTL_API_CURRENT_VERSION >> MRC_CTL_API_VER_MINOR_OFFSET) & 0xFFu)
+#define MRC_CTL_API_VER_PATCH ((MRC_CTL_API_CURRENT_VERSION >> MRC_CTL_API_VER_SUBMINOR_OFFSET) & 0xFFFFu)
+
+#endif /* _MRC_CTL_API_VER_H_ */
