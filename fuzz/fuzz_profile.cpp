@@ -29,7 +29,7 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
       continue;
     a.profile_state = MRC_CTL_PROFILE_ONLINE;
     a.ev_fmt_op.fmt_fields = widths.data();
-    a.ev_fmt_op.fmt_field_count = static_cast<std::uint32_t>(widths.size());
+    a.ev_fmt_op.fmt_field_count = static_cast<int>(widths.size());
     mrc_ctl_modify_ev_fmt_profile(c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP);
   }
   for (const EvDef& d : f.evps) {
@@ -43,7 +43,7 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
       a.ev_count = d.count;
       a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
       a.ev_fields_op.fields = fields.data();
-      a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
+      a.ev_fields_op.field_count = static_cast<int>(fields.size());
       mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
     }
     if (mrc_ctl_modify_ev_profile(c, d.id, &a, mask) != 0) continue;
@@ -54,7 +54,7 @@ void apply(mrc_ctl_context* c, const ProfileFile& f) {
       a = {};
       a.ev_op.op = op;
       a.ev_op.entries = entries.data();
-      a.ev_op.entry_count = static_cast<std::uint32_t>(entries.size());
+      a.ev_op.entry_count = static_cast<int>(entries.size());
       mrc_ctl_modify_ev_profile(c, d.id, &a, MRC_CTL_EV_PROFILE_EV_OP);
     }
     a = {};
