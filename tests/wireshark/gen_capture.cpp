@@ -177,12 +177,15 @@ void ext_expect(const wire::Packet& p, Row& r) {
       const wire::Seth& s = p.seth;
       r["mrc.sack.m"] = dec(static_cast<int>(s.m));
       r["mrc.sack.pr"] = boolean(s.pr);
-      r["mrc.sack.ack_psn_offset"] = dec(s.ack_psn_offset);
-      r["mrc.sack.psn"] =
-          dec(mask24(s.cack_psn + static_cast<std::uint32_t>(std::int32_t{s.ack_psn_offset})));
+      if (s.pr) {  // bytes 2-3 hold the probe id instead (F2)
+        r["mrc.sack.probe_id"] = dec(s.probe_id);
+      } else {
+        r["mrc.sack.ack_psn_offset"] = dec(s.ack_psn_offset);
+        r["mrc.sack.psn"] =
+            dec(mask24(s.cack_psn + static_cast<std::uint32_t>(std::int32_t{s.ack_psn_offset})));
+      }
       r["mrc.sack.entropy"] = hex(s.entropy, 8);
       r["mrc.sack.svc_time"] = dec(s.svc_time);
-      r["mrc.sack.probe_id"] = dec(s.probe_id);
       r["mrc.sack.cack_psn"] = dec(mask24(s.cack_psn));
       r["mrc.sack.cc_type"] = dec(s.cc_type);
       r["mrc.sack.cc_flags"] = hex(s.cc_flags, 2);
@@ -258,7 +261,9 @@ Frame make_frame(const wire::Packet& p) {
   Frame f;
   f.bytes.resize(wire::kMaxPacketSize);
   wire::Error err = wire::Error::kOk;
-  const std::size_t n = wire::encode(p, f.bytes, &err);
+  // With the project's wire extensions (what the engine sends by default; the dissector's
+  // "ext" preference is on by default too).
+  const std::size_t n = wire::encode(p, f.bytes, &err, {.ext = true});
   if (n == 0) {
     std::cerr << "encode failed: " << wire::to_string(err) << "\n";
     std::exit(2);
@@ -388,7 +393,7 @@ int main(int argc, char** argv) {
     p.bth.opcode = Opcode::kEndpointResponse;
     p.bth.dest_qp = 0x000777;
     p.bth.psn = 0x4242;
-    p.eeth = {wire::EpOp::kPortStatusUpdate, 0xA5, 0x0001BEEF, 123456789, 31000, true, 0x80000003};
+    p.eeth = {wire::EpOp::kPortStatusUpdate, 0xA5, 0x0001BEEF, 123456789, 31000, true, true, 0x80000003};
     frames.push_back(make_frame(p));
   }
   {  // SACK with a known bitmap (PSN wrap around 2^24 between cack_psn and the bitmap base)

@@ -25,6 +25,9 @@ int run_testbed();
 // `mrc ctl` (ctl.cpp): the controller API on the command line.
 CLI::App* add_ctl_command(CLI::App& app);
 int run_ctl();
+// `mrc decode` (decode.cpp): MRC packets (pcap or hex) as JSON.
+CLI::App* add_decode_command(CLI::App& app);
+int run_decode();
 
 namespace {
 constexpr int kExitUsage = 2;
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   CLI::App* sim = mrc::tools::add_sim_command(app);
   CLI::App* testbed = mrc::tools::add_testbed_command(app);
   CLI::App* ctl = mrc::tools::add_ctl_command(app);
+  CLI::App* decode = mrc::tools::add_decode_command(app);
   CLI::App* help =
       app.add_subcommand("help", "Print this help (or 'mrc help SUBCOMMAND' for one subcommand's)");
   std::string help_about;
@@ -88,10 +92,10 @@ int main(int argc, char** argv) {
       }
     }
     if (where == &app && argc > 1 && argv[1][0] != '-')
-      what =
-          std::string("unknown subcommand '") + argv[1] + "' (one of: demo, perf, sim, ctl, testbed, help)";
+      what = std::string("unknown subcommand '") + argv[1] +
+             "' (one of: demo, perf, sim, ctl, testbed, decode, help)";
     else if (where == &app && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
-      what = "a subcommand is required (one of: demo, perf, sim, ctl, testbed, help)";
+      what = "a subcommand is required (one of: demo, perf, sim, ctl, testbed, decode, help)";
     std::fprintf(stderr, "mrc: %s\nRun '%s --help' for usage.\n", what.c_str(), path.c_str());
     return mrc::tools::kExitUsage;
   }
@@ -106,7 +110,8 @@ int main(int argc, char** argv) {
         std::printf("%s", sub->help().c_str());
         return 0;
       }
-    std::fprintf(stderr, "mrc: unknown subcommand '%s' (one of: demo, perf, sim, ctl, testbed, help)\n",
+    std::fprintf(stderr,
+                 "mrc: unknown subcommand '%s' (one of: demo, perf, sim, ctl, testbed, decode, help)\n",
                  help_about.c_str());
     return mrc::tools::kExitUsage;
   }
@@ -115,5 +120,6 @@ int main(int argc, char** argv) {
   if (sim->parsed()) return mrc::tools::run_sim();
   if (testbed->parsed()) return mrc::tools::run_testbed();
   if (ctl->parsed()) return mrc::tools::run_ctl();
+  if (decode->parsed()) return mrc::tools::run_decode();
   return 0;
 }

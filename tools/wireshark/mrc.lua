@@ -1,9 +1,16 @@
--- Wireshark/tshark dissector for MRC (Multipath Reliable Connection) over UDP port 4791.
+-- Wireshark/tshark dissector for MRC (Multipath Reliable Connection) over UDP port 4791 (and 4971,
+-- the port some readers report the OCP MRC 1.0 PDF prints; a preference adds another).
 --
 -- Decodes the layouts of docs/wire-format.md (the project's provisional reading of OCP MRC 1.0):
 -- BTH with MRC opcodes 0xC6-0xCB (RDMA WRITE data), 0xD1 (Transport ACK, AETH), 0xD8 (endpoint
 -- request, ERTH), 0xD9 (endpoint response, EETH), 0xDC (SACK, SETH + CC_STATE), 0xDD (NACK, NETH),
 -- 0xDE (reliability probe, PETH); METH, optional TSETH, RETH, ImmDt; payload, pad and ICRC.
+--
+-- Field choices where the public sources disagree are those of docs/wire-format.md §7 (F1-F11): BTH
+-- byte 1 M = bit 7, SE = bit 6; a probe SACK's id in the ack_psn_offset bytes; EETH op in bits 1-0
+-- (or 3-2 / 5-4 when unambiguous) and no ftype in EETH bytes 30-31. The project's own extension
+-- fields (SACK svc_time and cc_flags bits, ERTH/EETH EV echo, EETH service time and port mask) are
+-- shown with the "ext" preference (on by default: the engine sends them unless wire_ext is off).
 --
 -- Registration: the script replaces the "udp.port" 4791 entry (by default Wireshark's RoCEv2
 -- dissector, protocol "infiniband") with itself, and keeps the handle it replaced. Packets whose BTH
@@ -53,8 +60,8 @@ local function field(key, pf) F[key] = pf end
 -- BTH
 field("bth", ProtoField.bytes("mrc.bth", "Base Transport Header"))
 field("opcode", ProtoField.uint8("mrc.opcode", "Opcode", base.HEX, opcode_names))
-field("se", ProtoField.bool("mrc.se", "Solicited Event (SE)", 8, nil, 0x80))
-field("m", ProtoField.bool("mrc.m", "MigReq (M)", 8, nil, 0x40))
+field("m", ProtoField.bool("mrc.m", "MigReq (M)", 8, nil, 0x80))
+field("se", ProtoField.bool("mrc.se", "Solicited Event (SE)", 8, nil, 0x40))
 field("padcnt", ProtoField.uint8("mrc.padcnt", "Pad count", base.DEC, nil, 0x30))
 field("tver", ProtoField.uint8("mrc.tver", "Transport header version (TVer)", base.DEC, nil, 0x0F))
 field("pkey", ProtoField.uint16("mrc.pkey", "P_Key", base.HEX))
@@ -72,7 +79,7 @@ field("meth_msn", ProtoField.uint16("mrc.meth.msn", "MSN (message sequence numbe
 field("tseth", ProtoField.bytes("mrc.tseth", "Timestamp Extended Header (TSETH)"))
 field("tseth_ts", ProtoField.uint16("mrc.tseth.tx_timestamp", "TX timestamp (128 ns units)", base.DEC))
 field("tseth_tsr", ProtoField.bool("mrc.tseth.tsr", "TSR", 16, nil, 0x8000))
-field("tseth_ftype", ProtoField.uint16("mrc.tseth.ftype", "ftype", base.HEX, nil, 0x000F))
+field("tseth_ftype", ProtoField.uint16("mrc.tseth.ftype", "ftype", base.DEC, nil, 0x000F))
 field("reth", ProtoField.bytes("mrc.reth", "RDMA Extended Transport Header (RETH)"))
 field("reth_va", ProtoField.uint64("mrc.reth.va", "Virtual address", base.HEX))
 field("reth_rkey", ProtoField.uint32("mrc.reth.rkey", "R_Key", base.HEX))
@@ -83,7 +90,8 @@ field("aeth", ProtoField.bytes("mrc.aeth", "ACK Extended Transport Header (AETH)
 field("aeth_syndrome", ProtoField.uint8("mrc.aeth.syndrome", "Syndrome", base.HEX, aeth_syndromes))
 field("aeth_msn", ProtoField.uint24("mrc.aeth.msn", "MSN", base.DEC))
 -- Prologue shared by SETH/NETH/PETH/ERTH/EETH
-field("prologue", ProtoField.uint16("mrc.prologue", "type/next_hdr prologue", base.HEX, nil, 0xFF80))
+field("prologue", ProtoField.uint16("mrc.prologue", "type/next_hdr prologue (reserved in MRC v1)", base.HEX, nil,
+                                    0xFF80))
 
 -- cc_flags bits exist in both SETH and NETH: one set of fields per prefix.
 local function cc_flag_fields(prefix)
@@ -103,8 +111,11 @@ field("sack_pr", ProtoField.bool("mrc.sack.pr", "pr (answers a probe)", 8, nil, 
 field("sack_ackoff", ProtoField.int16("mrc.sack.ack_psn_offset", "ack_psn_offset", base.DEC))
 field("sack_psn", ProtoField.uint24("mrc.sack.psn", "Triggering PSN (cack_psn + ack_psn_offset)", base.DEC))
 field("sack_entropy", ProtoField.uint32("mrc.sack.entropy", "Entropy (EV)", base.HEX))
-field("sack_svc", ProtoField.uint16("mrc.sack.svc_time", "Service time (32 ns units)", base.DEC))
-field("sack_probe_id", ProtoField.uint16("mrc.sack.probe_id", "Probe id", base.DEC))
+field("sack_svc", ProtoField.uint16("mrc.sack.svc_time", "Service time (32 ns units; project extension)", base.DEC))
+field("sack_spdcid", ProtoField.uint16("mrc.sack.spdcid", "Source PDCID (unused by MRC)", base.HEX))
+field("sack_dpdcid", ProtoField.uint16("mrc.sack.dpdcid", "Destination PDCID (unused by MRC)", base.HEX))
+field("sack_probe_id", ProtoField.uint16("mrc.sack.probe_id", "Probe id (pr = 1: in the ack_psn_offset bytes)",
+                                         base.DEC))
 field("sack_cack", ProtoField.uint24("mrc.sack.cack_psn", "Cumulative ACK PSN", base.DEC))
 cc_flag_fields("sack")
 field("sack_mpr", ProtoField.uint8("mrc.sack.mpr", "MPR (128-PSN units, 0 = none)", base.DEC))
@@ -133,7 +144,7 @@ field("peth_vendor", ProtoField.uint8("mrc.peth.vendor_info", "Vendor info", bas
 field("peth_probe_id", ProtoField.uint16("mrc.peth.probe_id", "Probe id", base.DEC))
 field("peth_ts", ProtoField.uint16("mrc.peth.tx_timestamp", "TX timestamp (128 ns units)", base.DEC))
 field("peth_tsr", ProtoField.bool("mrc.peth.tsr", "TSR", 16, nil, 0x8000))
-field("peth_ftype", ProtoField.uint16("mrc.peth.ftype", "ftype", base.HEX, nil, 0x000F))
+field("peth_ftype", ProtoField.uint16("mrc.peth.ftype", "ftype", base.DEC, nil, 0x000F))
 -- ERTH
 field("erth", ProtoField.bytes("mrc.erth", "Endpoint Request Header (ERTH)"))
 field("erth_op", ProtoField.uint8("mrc.erth.op", "Operation", base.DEC, ep_ops, 0x03))
@@ -142,17 +153,17 @@ field("erth_mask", ProtoField.uint32("mrc.erth.port_status_mask", "Port status m
 field("erth_entropy", ProtoField.uint32("mrc.erth.entropy", "Entropy (EV)", base.HEX))
 field("erth_ts", ProtoField.uint16("mrc.erth.tx_timestamp", "TX timestamp (128 ns units)", base.DEC))
 field("erth_tsr", ProtoField.bool("mrc.erth.tsr", "TSR", 16, nil, 0x8000))
-field("erth_ftype", ProtoField.uint16("mrc.erth.ftype", "ftype", base.HEX, nil, 0x000F))
+field("erth_ftype", ProtoField.uint16("mrc.erth.ftype", "ftype", base.DEC, nil, 0x000F))
 -- EETH
 field("eeth", ProtoField.bytes("mrc.eeth", "Endpoint Response Header (EETH)"))
-field("eeth_op", ProtoField.uint8("mrc.eeth.op", "Operation", base.DEC, ep_ops, 0x03))
+field("eeth_op", ProtoField.uint8("mrc.eeth.op", "Operation", base.DEC, ep_ops))
 field("eeth_svc_valid", ProtoField.bool("mrc.eeth.svc_time_valid", "Service time valid", 8, nil, 0x80))
+field("eeth_mask_valid", ProtoField.bool("mrc.eeth.port_status_valid", "Port status mask valid", 8, nil, 0x40))
 field("eeth_vendor", ProtoField.uint8("mrc.eeth.vendor_info", "Vendor info", base.HEX))
 field("eeth_entropy", ProtoField.uint32("mrc.eeth.entropy", "Entropy (echoed EV)", base.HEX))
 field("eeth_svc", ProtoField.uint32("mrc.eeth.svc_time_ns", "Service time (ns)", base.DEC))
 field("eeth_mask", ProtoField.uint32("mrc.eeth.port_status_mask", "Port status mask", base.HEX))
-field("eeth_ts", ProtoField.uint16("mrc.eeth.tx_timestamp", "Echoed TX timestamp (128 ns units)", base.DEC))
-field("eeth_ftype", ProtoField.uint16("mrc.eeth.ftype", "ftype", base.HEX, nil, 0x000F))
+field("eeth_ts", ProtoField.uint16("mrc.eeth.tx_timestamp", "Echoed TX timestamp", base.DEC))
 -- Payload, pad, ICRC
 field("payload_len", ProtoField.uint32("mrc.payload_len", "Payload length", base.DEC))
 field("payload", ProtoField.bytes("mrc.payload", "Payload"))
@@ -186,6 +197,12 @@ mrc.experts = { E.bad_tver, E.bad_field, E.truncated, E.unknown_op, E.bad_icrc, 
 
 mrc.prefs.verify_icrc = Pref.bool("Verify ICRC", true,
                                   "Compute the MRC ICRC (docs/wire-format.md §5: no IP/UDP pseudo header) and compare")
+mrc.prefs.ext = Pref.bool("Project wire extensions", true,
+                          "Show the mrc project's own fields in bytes the public sources leave reserved " ..
+                          "(docs/wire-format.md W20): SACK svc_time and cc_flags bits, ERTH/EETH EV, EETH " ..
+                          "service time and port mask")
+mrc.prefs.udp_port = Pref.uint("UDP port", 4791,
+                               "A further UDP destination port to decode as MRC (4791 and 4971 always are)")
 
 -------------------------------------------------------------------------------------------------
 -- ICRC (CRC-32/IEEE, reflected) over 8 x 0xFF | packet with BTH byte 4 = 0xFF | ... up to the ICRC
@@ -219,18 +236,20 @@ end
 -------------------------------------------------------------------------------------------------
 -- Helpers
 
+-- The prologue is reserved in MRC v1 (sent as 0, not checked by the codec): shown, never flagged.
 local function check_prologue(tree, tvb, off)
-  local item = tree:add(F.prologue, tvb(off, 2))
-  if band(tvb(off, 2):uint(), 0xFF80) ~= 0 then item:add_proto_expert_info(E.bad_field, "prologue must be 0") end
+  tree:add(F.prologue, tvb(off, 2))
 end
 
+-- ftype: 1 is the only format the sources define; another value is shown, not treated as malformed.
 local function check_ftype(tree, field_pf, tvb, off)
-  local item = tree:add(field_pf, tvb(off, 2))
-  if band(tvb(off, 2):uint(), 0x000F) ~= 1 then item:add_proto_expert_info(E.bad_field, "ftype must be 1") end
+  tree:add(field_pf, tvb(off, 2))
 end
 
+-- cc_flags: no public source defines a flag (UET reserves them); the bits are the project's (W9).
 local function add_cc_type_flags(tree, prefix, range)
   tree:add(F[prefix .. "_cc_type"], range)
+  if not mrc.prefs.ext then return end
   local flags = tree:add(F[prefix .. "_cc_flags"], range)
   flags:add(F[prefix .. "_f_dup"], range)
   flags:add(F[prefix .. "_f_ecn"], range)
@@ -289,17 +308,27 @@ end
 local function dissect_seth(tvb, tree, off)
   local t = tree:add(F.seth, tvb(off, 28))
   check_prologue(t, tvb, off)
-  local mitem = t:add(F.sack_m, tvb(off + 1, 1))
-  if band(rshift(tvb(off + 1, 1):uint(), 5), 3) == 3 then mitem:add_proto_expert_info(E.bad_field, "m = 3") end
+  t:add(F.sack_m, tvb(off + 1, 1))  -- m = 3 is reserved: shown as such, the SACK stays valid (F5)
+  local pr = band(tvb(off + 1, 1):uint(), 0x02) ~= 0
   t:add(F.sack_pr, tvb(off + 1, 1))
-  t:add(F.sack_ackoff, tvb(off + 2, 2))
+  if pr then
+    t:add(F.sack_probe_id, tvb(off + 2, 2))
+  else
+    t:add(F.sack_ackoff, tvb(off + 2, 2))
+  end
   t:add(F.sack_entropy, tvb(off + 4, 4))
-  t:add(F.sack_svc, tvb(off + 8, 2))
-  t:add(F.sack_probe_id, tvb(off + 10, 2))
+  if mrc.prefs.ext then
+    t:add(F.sack_svc, tvb(off + 8, 2))
+  else
+    t:add(F.sack_spdcid, tvb(off + 8, 2))
+    t:add(F.sack_dpdcid, tvb(off + 10, 2))
+  end
   local cack = tvb(off + 13, 3):uint()
   t:add(F.sack_cack, tvb(off + 13, 3))
-  local trig = psn_add(cack, tvb(off + 2, 2):int())
-  t:add(F.sack_psn, tvb(off + 2, 2), trig):set_generated()
+  if not pr then
+    local trig = psn_add(cack, tvb(off + 2, 2):int())
+    t:add(F.sack_psn, tvb(off + 2, 2), trig):set_generated()
+  end
   add_cc_type_flags(t, "sack", tvb(off + 16, 1))
   t:add(F.sack_mpr, tvb(off + 17, 1))
   t:add(F.sack_offset, tvb(off + 18, 2))
@@ -358,7 +387,7 @@ local function dissect_erth(tvb, tree, off)
   if op > 1 then oitem:add_proto_expert_info(E.bad_field, "op > 1") end
   t:add(F.erth_vendor, tvb(off + 3, 1))
   t:add(F.erth_mask, tvb(off + 4, 4))
-  t:add(F.erth_entropy, tvb(off + 8, 4))
+  if mrc.prefs.ext then t:add(F.erth_entropy, tvb(off + 8, 4)) end
   t:add(F.erth_ts, tvb(off + 12, 2))
   t:add(F.erth_tsr, tvb(off + 14, 2))
   check_ftype(t, F.erth_ftype, tvb, off + 14)
@@ -368,16 +397,24 @@ end
 local function dissect_eeth(tvb, tree, off)
   local t = tree:add(F.eeth, tvb(off, 36))
   check_prologue(t, tvb, off)
-  local op = band(tvb(off + 1, 1):uint(), 3)
-  local oitem = t:add(F.eeth_op, tvb(off + 1, 1))
+  -- op: bits 1-0 (as in ERTH); when those are 0, bits 3-2 or 5-4 if exactly one of them holds 1 (F11).
+  local b1 = tvb(off + 1, 1):uint()
+  local op = band(b1, 3)
+  if op == 0 then
+    local a, b = band(rshift(b1, 2), 3), band(rshift(b1, 4), 3)
+    if a == 1 and b == 0 then op = 1 elseif b == 1 and a == 0 then op = 1 end
+  end
+  local oitem = t:add(F.eeth_op, tvb(off + 1, 1), op)
   if op > 1 then oitem:add_proto_expert_info(E.bad_field, "op > 1") end
-  t:add(F.eeth_svc_valid, tvb(off + 2, 1))
-  t:add(F.eeth_vendor, tvb(off + 3, 1))
-  t:add(F.eeth_entropy, tvb(off + 4, 4))
-  t:add(F.eeth_svc, tvb(off + 8, 4))
-  t:add(F.eeth_mask, tvb(off + 12, 4))
-  t:add(F.eeth_ts, tvb(off + 28, 2))
-  check_ftype(t, F.eeth_ftype, tvb, off + 30)
+  if mrc.prefs.ext then
+    t:add(F.eeth_svc_valid, tvb(off + 2, 1))
+    t:add(F.eeth_mask_valid, tvb(off + 2, 1))
+    t:add(F.eeth_vendor, tvb(off + 3, 1))
+    t:add(F.eeth_entropy, tvb(off + 4, 4))
+    t:add(F.eeth_svc, tvb(off + 8, 4))
+    t:add(F.eeth_mask, tvb(off + 12, 4))
+  end
+  t:add(F.eeth_ts, tvb(off + 28, 2))  -- bytes 30-35 reserved (F1)
   return "op=" .. ep_ops[op]
 end
 
@@ -435,7 +472,8 @@ function mrc.dissector(tvb, pinfo, tree)
   end
   local data = opcode <= OP.WRITE_ONLY_IMM
   if ts then
-    if data then hsize = hsize + 4 else ts_item:add_proto_expert_info(E.bad_field, "TS set on a control packet") end
+    -- No source puts a TSETH after a control header: TS there is shown and ignored.
+    if data then hsize = hsize + 4 else ts_item:append_text(" (ignored on a control packet)") end
   end
   if opcode == OP.EP_REQUEST then bth:add(F.request_id, tvb(10, 2)):set_generated() end
 
@@ -511,7 +549,8 @@ function mrc.dissector(tvb, pinfo, tree)
 end
 
 -------------------------------------------------------------------------------------------------
--- Registration on UDP 4791, keeping the RoCEv2 handle for non-MRC opcodes
+-- Registration on UDP 4791 and 4971 (+ the "UDP port" preference), keeping the RoCEv2 handle for
+-- non-MRC opcodes
 
 local udp_port = DissectorTable.get("udp.port")
 original_handle = udp_port:get_dissector(4791)
@@ -521,3 +560,15 @@ if original_handle == nil then
   if ok then original_handle = h end
 end
 udp_port:add(4791, mrc)
+udp_port:add(4971, mrc)
+
+local extra_port = nil
+local function apply_port_pref()
+  local p = mrc.prefs.udp_port
+  if extra_port == p then return end
+  if extra_port ~= nil and extra_port ~= 4791 and extra_port ~= 4971 then udp_port:remove(extra_port, mrc) end
+  if p ~= nil and p > 0 and p < 65536 then udp_port:add(p, mrc) end
+  extra_port = p
+end
+mrc.prefs_changed = apply_port_pref
+apply_port_pref()
