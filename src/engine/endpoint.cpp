@@ -505,7 +505,7 @@ void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta,
       if (verify_[i].peer != meta.peer || verify_[i].psn != p.bth.psn) continue;
       verify_[i] = verify_.back();
       verify_.pop_back();
-      // Without the wire extension the answer carries no mask (D42): it only proves the peer is
+      // Without the wire extension the answer carries no mask (D44): it only proves the peer is
       // reachable on this plane, and the update stands.
       if (!p.eeth.port_status_valid) return;
       const std::uint32_t mask = p.eeth.port_status_mask;

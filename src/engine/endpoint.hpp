@@ -126,7 +126,7 @@ struct EndpointConfig {
   bool icrc = true;  ///< compute and verify the ICRC
   /// Send and read the project's wire extensions (cc_flags for D7b and ECN echo, SACK and EV-probe
   /// service times, the ERTH/EETH EV echo and the EETH port mask of D40) in bytes every public source
-  /// leaves reserved (docs/wire-format.md W20, decisions.md D42). On by default: every peer this
+  /// leaves reserved (docs/wire-format.md W20, decisions.md D44). On by default: every peer this
   /// project runs today is itself. Off: exactly the bytes a peer following the spec sends.
   bool wire_ext = true;
   Tunables tun;

@@ -17,7 +17,7 @@ TEST(WireExt, SpecOnlyPacketsMoveDataWithLoss) {
   ASSERT_EQ(p.send_done().size(), 1u);
   EXPECT_EQ(p.send_done()[0].status, engine::WcStatus::kSuccess);
   EXPECT_TRUE(p.same(0, 1 << 20, 0));
-  // Without the duplicate echo no retransmission can be recognised as spurious (D42).
+  // Without the duplicate echo no retransmission can be recognised as spurious (D44).
   EXPECT_EQ(p.qpa().counters().rtx_spurious, 0u);
 }
 
