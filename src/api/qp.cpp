@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "api/objects.hpp"
 
@@ -290,8 +291,11 @@ mrc_qp* mrc_create_qp(mrc_context* ctx, mrc_qp_init_attr* a) {
     return refuse(EINVAL);
   if ((a->send_ops_flags & ~(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)) != 0)
     return refuse(EINVAL);
-  if (a->protocol_version != MRC_PROTOCOL_VERSION_0 && a->protocol_version != MRC_PROTOCOL_VERSION_1)
-    return refuse(EINVAL);
+  // Read as the integer it is: a C caller can store any value in the enum, and loading one outside
+  // its enumerators through the C++ enum type is undefined (UBSan: "invalid value for type").
+  std::underlying_type_t<mrc_protocol_version> version;
+  std::memcpy(&version, &a->protocol_version, sizeof version);
+  if (version != MRC_PROTOCOL_VERSION_0 && version != MRC_PROTOCOL_VERSION_1) return refuse(EINVAL);
   auto qp = std::make_unique<mrc_qp>();
   qp->ctx = ctx;
   qp->init = *a;

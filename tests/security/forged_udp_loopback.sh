@@ -49,9 +49,10 @@ done
 # Toward the server, as if from the client (plane by plane: the source must be that plane's).
 attack write1 --mode write --to $S1 --from $C1 --qpn 16-17
 attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
-# Toward the client, as if from the server.
-attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-17
-attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-17
+# Toward the client, as if from the server: its one QP is 0x10. Every 256th PSN, so that even a
+# slow (ASan) client with only a few hundred packets in flight is hit.
+attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256
+attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 256
 kill -0 "$CLI" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 
 rc=0; wait "$CLI" || rc=$?

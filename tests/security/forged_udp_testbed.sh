@@ -37,8 +37,8 @@ for m in 0 1 2; do
 done
 forge --mode write --to "$S1" --from "$C1" --qpn 16-17
 forge --mode write --to "$S2" --from "$C2" --qpn 16-17
-forge --mode nak --to "$C1" --from "$S1" --qpn 16-17
-forge --mode unexp --to "$C2" --from "$S2" --qpn 16-17
+forge --mode nak --to "$C1" --from "$S1" --qpn 16-16 --psn-step 256
+forge --mode unexp --to "$C2" --from "$S2" --qpn 16-16 --psn-step 256
 kill -0 "$CLI_PID" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 rc=0; wait "$CLI_PID" || rc=$?
 CLI_PID=
