@@ -235,6 +235,7 @@ Time Qp::next_deadline() const {
   }
   t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
+  t = std::min(t, fatal_fail_at_);
   const Duration probe_timeout = probe_wait();
   if (live_probes_ > 0)
     for (const Probe& p : probes_)
@@ -259,6 +260,8 @@ void Qp::on_timer(Time now) {
     const Duration r = rto();
     if (r != kNever && ring_[list_head_].sent + r <= now) on_rto(now);
   }
+  if (fatal_fail_at_ <= now) check_fatal_nak(now);
+  if (state_ != QpState::kRts) return;
   ep_.mark_tx_ready(this);
 }
 

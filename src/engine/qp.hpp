@@ -116,9 +116,10 @@ class Qp {
   void handle_nack(const wire::Packet& p, Time now);
   void handle_aeth(const wire::Packet& p, Time now);
   /// A fatal NAK (AETH error syndrome, NACK UNEXP_EVENT) for `psn` (D39): the first one only
-  /// resends the packet; a second one answering a later transmission of it fails the QP; the
-  /// packet being acknowledged dismisses it.
+  /// resends the packet; a second one answering a later transmission of it fails the QP unless the
+  /// packet is acknowledged within 4 round trips; the packet being acknowledged dismisses it.
   void on_fatal_nak(std::uint32_t psn, WcStatus st, Time now);
+  void check_fatal_nak(Time now);  ///< fails the QP once a confirmed fatal NAK's deadline passes
   void on_rto(Time now);
   Duration rto() const;
   Duration reorder_window() const;
@@ -221,8 +222,10 @@ class Qp {
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;
   bool fatal_pending_ = false;  ///< a fatal NAK for fatal_psn_ waits for confirmation (D39) ...
-  std::uint8_t fatal_tx_ = 0;   ///< ... by a NAK of a transmission after this many
+  std::uint8_t fatal_tx_ = 0;   ///< ... by a NAK of a transmission after this many ...
   std::uint32_t fatal_psn_ = 0;
+  Time fatal_fail_at_ = kNever;  ///< ... and no acknowledgement of it until then
+  WcStatus fatal_status_ = WcStatus::kRemoteOpError;
   Probe probes_[64];
   std::uint32_t live_probes_ = 0;
   std::uint16_t next_probe_id_ = 1;

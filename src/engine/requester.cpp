@@ -582,13 +582,18 @@ void Qp::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
     ++ctr_.rx_fatal_nak_dismissed;
     return;
   }
-  if (fatal_pending_ && (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked)))
+  if (fatal_pending_ && (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked))) {
     fatal_pending_ = false;  // the held NAK's packet was acknowledged since: it was not ours
+    fatal_fail_at_ = kNever;
+  }
   if (fatal_pending_ && psn == fatal_psn_ && r.tx_count > fatal_tx_) {
-    // Confirmed: the responder refused our retransmission too. Unlike IB RC, a NAK says nothing
-    // about earlier PSNs (delivery is out of order): WRs before the failing one that are not yet
-    // acknowledged are flushed, not reported as done.
-    fail_all(st, wqe_of(psn), now);
+    // A NAK answering our retransmission. It fails the QP only if that retransmission is still not
+    // acknowledged a few round trips later (check_fatal_nak): a forged write or NAK hitting the same
+    // PSN again cannot stop the responder from SACKing the real packet, which dismisses them all.
+    if (fatal_fail_at_ == kNever) {
+      fatal_fail_at_ = now + 4 * std::max(srtt_, base_rtt_);
+      fatal_status_ = st;
+    }
     return;
   }
   if (fatal_pending_) {  // a copy of the held NAK, or another PSN while one is being confirmed
@@ -600,12 +605,30 @@ void Qp::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
   fatal_pending_ = true;
   fatal_psn_ = psn;
   fatal_tx_ = r.tx_count;
+  fatal_fail_at_ = kNever;
   if (r.flags & kInFlight) {
     const std::uint32_t bytes = r.len + kPktOverhead;
     mark_lost(psn, LossCause::kNack, now);
     cc_.on_forget(bytes);
   }
   ep_.mark_tx_ready(this);
+}
+
+void Qp::check_fatal_nak(Time now) {
+  if (!fatal_pending_) {
+    fatal_fail_at_ = kNever;
+    return;
+  }
+  if (fatal_fail_at_ > now) return;
+  if (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked)) {
+    fatal_pending_ = false;  // acknowledged after all: the NAKs were not the responder's view of it
+    fatal_fail_at_ = kNever;
+    ++ctr_.rx_fatal_nak_dismissed;
+    return;
+  }
+  // Unlike IB RC, a NAK says nothing about earlier PSNs (delivery is out of order): WRs before the
+  // failing one that are not yet acknowledged are flushed, not reported as done.
+  fail_all(fatal_status_, wqe_of(fatal_psn_), now);
 }
 
 void Qp::on_rto(Time now) {

@@ -167,7 +167,7 @@ TEST(Attack, AForgedUnexpEventNackIsHeldAndTheTransferCompletes) {
   EXPECT_TRUE(p.same(0, 8192, 0));
 }
 
-TEST(Attack, AGenuineWrongRkeyStillFailsTheQpAfterOneConfirmation) {
+TEST(Attack, AGenuineWrongRkeyStillFailsTheQpOnceItsRetransmissionIsRefusedToo) {
   Pair p(PairOptions{});
   engine::SendWr wr;
   wr.wr_id = 5;
@@ -182,11 +182,40 @@ TEST(Attack, AGenuineWrongRkeyStillFailsTheQpAfterOneConfirmation) {
   exchange(p, t, 1);
   EXPECT_EQ(p.qpa().state(), engine::QpState::kRts) << "the first NAK is only held";
   EXPECT_EQ(p.qpa().counters().rx_fatal_nak_held, 1u);
-  exchange(p, t, 4);  // the retransmission is refused as well: confirmed
+  exchange(p, t, 4);  // the retransmission is refused as well ...
+  EXPECT_EQ(p.qpa().state(), engine::QpState::kRts) << "... and no SACK of it may come for 4 RTTs";
+  exchange(p, t, 40);
   const auto done = completions(p.a());
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, engine::WcStatus::kRemoteAccessError);
   EXPECT_EQ(p.qpa().state(), engine::QpState::kError);
+}
+
+TEST(Attack, AForgedWriteAndAForgedNakAtTheSamePsnDoNotFailTheRequester) {
+  // Two forged packets at one PSN: a wrong-rkey write makes the responder NAK it (held, the packet
+  // is resent), then a forged NAK answers the retransmission. The responder still SACKs the real
+  // retransmission, which dismisses both.
+  Pair p(open_window());
+  ASSERT_EQ(post_write(p, 1, 16 << 10), 0);
+  Time t = 0;
+  const auto real = pull_all(p.a(), t, 0xF);
+  ASSERT_EQ(real.size(), 4u);
+  const std::uint32_t psn = p.psn_ab();
+  p.b().receive(forged_write(p, psn, p.mr_b().rkey ^ 0x77u), rx_meta(p.node_a(), 0, 0), t);
+  t += 1000;
+  for (const Frame& f : pull_all(p.b(), t, 0xF)) deliver(p.a(), f, p.node_b(), t);  // b's NAK
+  const auto rtx = pull_all(p.a(), t, 0xF);  // a resends the NAKed packet
+  ASSERT_FALSE(rtx.empty());
+  p.a().receive(forged_access_nak(p, psn), rx_meta(p.node_b(), 0, 0), t);  // "refused again"
+  EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
+  for (const Frame& f : real) deliver(p.b(), f, p.node_a(), t + 500);
+  for (const Frame& f : rtx) deliver(p.b(), f, p.node_a(), t + 500);
+  exchange(p, t, 40);
+  const auto done = completions(p.a());
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, 16 << 10, 0));
+  EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
 }
 
 TEST(Attack, APortStatusThatLeavesOutItsArrivalPlaneIsRefused) {

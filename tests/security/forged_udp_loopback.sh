@@ -14,7 +14,9 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*" >&2
-  for f in "$WORK"/*.out "$WORK"/*.err "$WORK"/*.json; do [[ -s $f ]] && { echo "== $f" >&2; head -c 4000 "$f" >&2; }; done
+  for f in "$WORK"/*.out "$WORK"/*.err "$WORK"/*.json; do
+    [[ -s $f ]] && { echo "== $f" >&2; grep -v '^ ' "$f" | head -c 3000 >&2; echo >&2; }  # JSON metrics are indented
+  done
   exit 1
 }
 source "$(dirname "$0")/../integration/wait.sh"
@@ -31,7 +33,7 @@ wait_for "$WORK/srv.err" 'waiting on' "$SRV"
 PORT=$(grep -o 'waiting on 127.0.0.1:[0-9]*' "$WORK/srv.err" | grep -o '[0-9]*$')
 [[ -n $PORT ]] || fail "the server printed no port"
 # A long verified run (8 s of 64 KiB writes) so the attack lands while data is in flight.
-timeout 100 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local $C1,$C2 $AUTH -s 64KiB -D 8 --window 8MiB \
+timeout 100 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local $C1,$C2 $AUTH -s 64KiB -D 8 --window 64MiB \
   --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
 CLI=$!
 PIDS+=("$CLI")
@@ -49,10 +51,10 @@ done
 # Toward the server, as if from the client (plane by plane: the source must be that plane's).
 attack write1 --mode write --to $S1 --from $C1 --qpn 16-17
 attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
-# Toward the client, as if from the server: its one QP is 0x10. Every 256th PSN, so that even a
-# slow (ASan) client with only a few hundred packets in flight is hit.
-attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256
-attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 256
+# Toward the client, as if from the server: its one QP is 0x10. Every 512th PSN, paced at 40,000
+# packets/s: a faster flood mostly overflows a slow (ASan) client's socket buffer and misses.
+attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 512 --pps 40000
+attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 512 --pps 40000
 kill -0 "$CLI" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 
 rc=0; wait "$CLI" || rc=$?

@@ -26,7 +26,7 @@ IFS=, read -r S1 S2 <<<"$H2"
 SRV_PID=$!
 wait_for "$WORK/srv.err" 'waiting on' "$SRV_PID"
 "$TB" exec h1 -- timeout 100 "$MRC" perf --client "$S1" -p 18640 --local "$H1" --remote "$H2" $AUTH -s 64KiB \
-  -D 8 --window 8MiB --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
+  -D 8 --window 64MiB --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
 CLI_PID=$!
 wait_for "$WORK/srv.err" 'serving the client' "$SRV_PID"
 sleep 0.3
@@ -37,8 +37,8 @@ for m in 0 1 2; do
 done
 forge --mode write --to "$S1" --from "$C1" --qpn 16-17
 forge --mode write --to "$S2" --from "$C2" --qpn 16-17
-forge --mode nak --to "$C1" --from "$S1" --qpn 16-16 --psn-step 256
-forge --mode unexp --to "$C2" --from "$S2" --qpn 16-16 --psn-step 256
+forge --mode nak --to "$C1" --from "$S1" --qpn 16-16 --psn-step 512 --pps 40000
+forge --mode unexp --to "$C2" --from "$S2" --qpn 16-16 --psn-step 512 --pps 40000
 kill -0 "$CLI_PID" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 rc=0; wait "$CLI_PID" || rc=$?
 CLI_PID=

@@ -3,7 +3,7 @@
 // with the project's own encoder (so the tests follow the wire format wherever it goes).
 //
 //   mrc_forge --mode write|nak|unexp|port-status --to ADDR[:PORT][,ADDR[:PORT]...] --from ADDR
-//             [--spoof] [--qpn LO-HI] [--psn-step N] [--mask M] [--repeat N] [--max N]
+//             [--spoof] [--qpn LO-HI] [--psn-step N] [--mask M] [--repeat N] [--max N] [--pps N]
 //
 // write        WRITE_ONLY with a wrong rkey at every PSN step (the responder NAKs the real peer)
 // nak          AETH NAK "remote access error" at every PSN step, straight to a requester
@@ -11,12 +11,14 @@
 // port-status  endpoint port-status updates with port mask M
 // Without --spoof the datagrams leave from a UDP socket bound to --from (on loopback any 127.x
 // address is local, so that is the peer's own address); with --spoof, from a raw IPv4 socket that
-// writes --from into the IP header (root), for an attacker on another host.
+// writes --from into the IP header (root), for an attacker on another host. --pps paces the sweep
+// (a flood faster than the target drains its socket would mostly be dropped by the kernel).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,6 +47,7 @@ struct Options {
   std::uint32_t mask = 0;
   std::uint32_t repeat = 1;
   std::uint64_t max = 2'000'000;
+  std::uint64_t pps = 0;  ///< 0 = as fast as the socket takes them
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -104,6 +107,8 @@ Options parse(int argc, char** argv) {
       o.repeat = static_cast<std::uint32_t>(number(val(), "bad --repeat"));
     } else if (a == "--max") {
       o.max = number(val(), "bad --max");
+    } else if (a == "--pps") {
+      o.pps = number(val(), "bad --pps");
     } else {
       usage(("unknown argument " + a).c_str());
     }
@@ -151,6 +156,7 @@ class Sender {
   }
   ~Sender() { ::close(fd_); }
   void send(const std::vector<std::uint8_t>& pkt, const sockaddr_in& to) {
+    pace();
     if (!o_.spoof) {
       if (::sendto(fd_, pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0)
         ++errors_;
@@ -178,6 +184,24 @@ class Sender {
   std::uint64_t sent_ = 0, errors_ = 0;
 
  private:
+  static double now_s() {
+    timespec t{};
+    ::clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+  /// Keeps the average rate at --pps: every 32 packets, sleeps until they are due.
+  void pace() {
+    if (o_.pps == 0 || (sent_ & 31) != 0) return;
+    if (start_ == 0) start_ = now_s();
+    const double due = start_ + static_cast<double>(sent_) / static_cast<double>(o_.pps);
+    const double wait = due - now_s();
+    if (wait > 0) {
+      const timespec t{static_cast<time_t>(wait),
+                       static_cast<long>((wait - static_cast<double>(static_cast<time_t>(wait))) * 1e9)};
+      ::nanosleep(&t, nullptr);
+    }
+  }
+  double start_ = 0;
   const Options& o_;
   int fd_ = -1;
 };
