@@ -25,7 +25,7 @@ PY=$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3 )
 NET=97; [[ $AUTH == --auth ]] && NET=98
 S1=127.1.$NET.1 S2=127.2.$NET.1 C1=127.1.$NET.2 C2=127.2.$NET.2
 
-timeout 120 "$MRC" perf --server --once --bind 127.0.0.1 -p 0 --local $S1,$S2 $AUTH --metrics --json \
+timeout 120 "$MRC" perf --server --once --bind 127.0.0.1 -p 0 --local $S1,$S2 $AUTH --metrics --json --impair delay=4ms \
   >"$WORK/srv.json" 2>"$WORK/srv.err" &
 SRV=$!
 PIDS+=("$SRV")
@@ -51,10 +51,12 @@ done
 # Toward the server, as if from the client (plane by plane: the source must be that plane's).
 attack write1 --mode write --to $S1 --from $C1 --qpn 16-17
 attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
-# Toward the client, as if from the server: its one QP is 0x10. Every 512th PSN, paced at 40,000
-# packets/s: a faster flood mostly overflows a slow (ASan) client's socket buffer and misses.
-attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 512 --pps 40000
-attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 512 --pps 40000
+# Toward the client, as if from the server: its one QP is 0x10. A blind sweep hits only PSNs in
+# flight, about rate x RTT of them: on bare loopback a handful, so the server delays what it
+# receives by 4 ms (its --impair) to keep hundreds in flight, and the sweep takes every 256th PSN
+# paced at 60,000 packets/s (a faster flood mostly overflows a slow ASan client's socket buffer).
+attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256 --pps 60000
+attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 256 --pps 60000
 kill -0 "$CLI" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 
 rc=0; wait "$CLI" || rc=$?

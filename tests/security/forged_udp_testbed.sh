@@ -22,7 +22,7 @@ PY
 IFS=, read -r C1 C2 <<<"$H1"
 IFS=, read -r S1 S2 <<<"$H2"
 "$TB" exec h2 -- timeout 120 "$MRC" perf --server --once --bind "$S1" -p 18640 --local "$H2" $AUTH --metrics \
-  --json >"$WORK/srv.json" 2>"$WORK/srv.err" &
+  --json --impair delay=4ms >"$WORK/srv.json" 2>"$WORK/srv.err" &
 SRV_PID=$!
 wait_for "$WORK/srv.err" 'waiting on' "$SRV_PID"
 "$TB" exec h1 -- timeout 100 "$MRC" perf --client "$S1" -p 18640 --local "$H1" --remote "$H2" $AUTH -s 64KiB \
@@ -37,8 +37,8 @@ for m in 0 1 2; do
 done
 forge --mode write --to "$S1" --from "$C1" --qpn 16-17
 forge --mode write --to "$S2" --from "$C2" --qpn 16-17
-forge --mode nak --to "$C1" --from "$S1" --qpn 16-16 --psn-step 512 --pps 40000
-forge --mode unexp --to "$C2" --from "$S2" --qpn 16-16 --psn-step 512 --pps 40000
+forge --mode nak --to "$C1" --from "$S1" --qpn 16-16 --psn-step 256 --pps 60000
+forge --mode unexp --to "$C2" --from "$S2" --qpn 16-16 --psn-step 256 --pps 60000
 kill -0 "$CLI_PID" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
 rc=0; wait "$CLI_PID" || rc=$?
 CLI_PID=
