@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -808,7 +809,11 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     }
     if (st == io::OobFrameReader::Status::kError) {
       stop_thread();
+      // A client killed mid-session shows up as an orderly close or as a reset, whichever the
+      // kernel saw first; both mean it went away.
+      const bool reset = err.find(std::strerror(ECONNRESET)) != std::string::npos;
       return refuse(err == "oob: peer closed the connection" ? "the client went away (closed its connection)"
+                    : reset                                  ? "the client went away (connection reset)"
                                                              : err);
     }
     if (!rd.is(io::OobType::kValues, err) || !io::decode_values_body(rd.body(), vals, err)) {
