@@ -13,45 +13,10 @@
 # Judged by the programs' own reports (client exit and lines, the server's log and summary); the
 # timeouts only guard against a hang.
 # Usage: perf_oob_attack.sh PATH/TO/mrc   (CMake passes $<TARGET_FILE:mrc>)
-set -euo pipefail
-MRC=${1:-}
-[[ -n $MRC && -x $MRC ]] || { echo "FAIL: usage: $0 PATH/TO/mrc (got '$MRC')"; exit 1; }
-PY=$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3 )
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$WORK"/*.out "$WORK"/*.err; do [[ -s $f ]] && { echo "== $f" >&2; head -c 3000 "$f" >&2; }; done
-  exit 1
-}
-source "$(dirname "$0")/wait.sh"
+source "$(dirname "$0")/perf_loopback.sh"
 # 127.<plane>.96.x: addresses no other test uses
 SRV=127.1.96.1,127.2.96.1 CLI=127.1.96.2,127.2.96.2
-
-# start_server NAME ARGS...: sets SRV_PID (of timeout(1)), MRC_PID (of mrc) and PORT
-start_server() {
-  local name=$1; shift
-  : >"$WORK/$name.out"
-  timeout 150 "$MRC" perf --server --bind 127.0.0.1 -p 0 --local "$SRV" "$@" >"$WORK/$name.out" 2>&1 &
-  SRV_PID=$!
-  PIDS+=("$SRV_PID")
-  wait_for "$WORK/$name.out" 'waiting on' "$SRV_PID"
-  PORT=$(sed -n 's/.*waiting on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/$name.out")
-  MRC_PID=$(tr -d ' ' <"/proc/$SRV_PID/task/$SRV_PID/children" 2>/dev/null || true)
-  [[ -n $MRC_PID ]] || MRC_PID=$(ps -o pid= --ppid "$SRV_PID" | tr -d ' ')  # without CONFIG_PROC_CHILDREN
-  [[ -n $PORT && -n $MRC_PID ]] || fail "perf server printed no port"
-}
-alive() { kill -0 "$SRV_PID" 2>/dev/null || fail "the server ended after: $1"; }
-# client NAME ARGS...: runs a client to its end, sets RC
-client() {
-  local name=$1; shift
-  RC=0
-  timeout 60 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local "$CLI" --lat-iters 20 "$@" >"$WORK/$name.out" \
-    2>"$WORK/$name.err" || RC=$?
-}
-has() { grep -Eqs -- "$2" "$WORK/$1".out "$WORK/$1".err || fail "$1: no /$2/"; }
+SERVER_LOCAL=$SRV CLIENT_LOCAL=$CLI
 # vm KEY: the server's VmRSS / VmHWM in KiB
 vm() { sed -n "s/^$1:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$MRC_PID/status"; }
 # stop NAME SUMMARY-REGEX: SIGINT, then the summary must match

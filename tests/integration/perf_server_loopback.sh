@@ -7,44 +7,10 @@
 # (elapsed_s), --interval bins lie on a fixed grid, the packet column counts data packets only, the
 # latency summary, and --udp-port.
 # Usage: perf_server_loopback.sh PATH/TO/mrc   (CMake passes $<TARGET_FILE:mrc>)
-set -euo pipefail
-MRC=${1:-}
-[[ -n $MRC && -x $MRC ]] || { echo "FAIL: usage: $0 PATH/TO/mrc (got '$MRC')"; exit 1; }
-PY=$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3 )
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }  # TERM: timeout(1) passes it on
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$WORK"/*.out "$WORK"/*.err; do [[ -s $f ]] && { echo "== $f" >&2; head -c 3000 "$f" >&2; }; done
-  exit 1
-}
-source "$(dirname "$0")/wait.sh"
+SERVER_TIMEOUT=120
+source "$(dirname "$0")/perf_loopback.sh"
 # 127.<plane>.95.x: addresses no other test uses
 SRV=127.1.95.1,127.2.95.1 CLI=127.1.95.2,127.2.95.2
-
-# start_server NAME ARGS...: sets SRV_PID and PORT (the server listens on a free port and prints it)
-start_server() {
-  local name=$1; shift
-  : >"$WORK/$name.out"
-  timeout 120 "$MRC" perf --server --bind 127.0.0.1 -p 0 "$@" >"$WORK/$name.out" 2>&1 &
-  SRV_PID=$!
-  PIDS+=("$SRV_PID")
-  wait_for "$WORK/$name.out" 'waiting on' "$SRV_PID"
-  PORT=$(sed -n 's/.*waiting on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/$name.out")
-  [[ -n $PORT ]] || fail "perf server printed no port"
-}
-alive() { kill -0 "$SRV_PID" 2>/dev/null || fail "the server ended after: $1"; }
-# client NAME ARGS...: runs a client to its end, sets RC
-client() {
-  local name=$1; shift
-  RC=0
-  timeout 60 "$MRC" perf --client 127.0.0.1 -p "$PORT" --lat-iters 20 "$@" >"$WORK/$name.out" \
-    2>"$WORK/$name.err" || RC=$?
-}
-# has NAME REGEX: NAME's output (stdout and stderr) matches
-has() { grep -Eqs -- "$2" "$WORK/$1".out "$WORK/$1".err || fail "$1: no /$2/"; }
 # wait_more FILE PATTERN N: until FILE holds more than N lines matching PATTERN (20 s at most)
 wait_more() {
   local i
