@@ -40,7 +40,7 @@ std::string version_text() {
       "wire: MRC 1.0 headers over RoCEv2-style UDP (layouts per docs/wire-format.md), UDP port 4791\n"
       "application API (mrc.h): %u.%u.%u\n"
       "controller API (mrc_ctl.h): %u.%u.%u\n"
-      "out-of-band setup protocol (mrc perf): %u\n",
+      "out-of-band setup protocol (mrc perf): %u",  // CLI11 adds the final newline
       MRC_PROJECT_VERSION, MRC_API_VER_MAJOR(MRC_API_VER_CURRENT), MRC_API_VER_MINOR(MRC_API_VER_CURRENT),
       MRC_API_VER_SUB(MRC_API_VER_CURRENT), MRC_CTL_API_VER_MAJOR, MRC_CTL_API_VER_MINOR,
       MRC_CTL_API_VER_PATCH, io::kOobVersion);
