@@ -62,69 +62,20 @@
 #include <vector>
 
 #include "engine/endpoint.hpp"
+#include "io/addr.hpp"
 #include "io/impair.hpp"
+#include "io/link_watch.hpp"
 #include "io/pcap.hpp"
 #include "io/ring.hpp"
+#include "io/srv6.hpp"
 
 namespace mrc::io {
-
-/// An IPv4 or IPv6 address (no port).
-struct IpAddr {
-  int family = AF_INET;
-  std::array<std::uint8_t, 16> bytes{};  ///< IPv4 uses the first 4
-  static bool parse(std::string_view text, IpAddr& out);
-  /// The address a RoCEv2 GID names in `family`: IPv4 takes only IPv4-mapped GIDs (::ffff:a.b.c.d).
-  static bool from_gid(const std::uint8_t gid[16], int family, IpAddr& out);
-  /// The RoCEv2 GID of this address (IPv4 as ::ffff:a.b.c.d).
-  void to_gid(std::uint8_t gid[16]) const;
-  std::string str() const;
-  friend bool operator==(const IpAddr&, const IpAddr&) = default;
-};
 
 enum class EvMode : std::uint8_t {
   kUdp,   ///< EV -> UDP source port
   kStev,  ///< EV -> IPv6 flow label (EV bits 15-0) + UDP source port (bits 31-16)
   kSrv6,  ///< EV -> SRv6 uSID carrier (IPv6 destination) + UDP source port
 };
-
-/// SRv6 uSID paths (EvMode::kSrv6). A path is the list of uSIDs a packet visits before its final
-/// destination, e.g. {spine} or {source leaf, spine, destination leaf}; the same list serves every
-/// plane and peer (the block and the final uSIDs come from the peer's address).
-struct Srv6Config {
-  std::uint32_t block_bits = 32;  ///< locator block length (lblen); a multiple of 16
-  std::vector<std::vector<std::uint16_t>> paths;
-};
-
-/// The uSID carrier for reaching `final_addr` through `usids`: the first block_bits of final_addr,
-/// then the uSIDs, then the rest of final_addr shifted right by 16 bits per uSID. False when that
-/// would push set bits out of the address (the final address has no room for that many uSIDs).
-bool srv6_carrier(const IpAddr& final_addr, std::span<const std::uint16_t> usids, std::uint32_t block_bits,
-                  IpAddr& out);
-
-/// The UDP checksum (RFC 8200 §8.1) of a datagram from `src` to `dst` whose UDP header (checksum
-/// field zero) and data are the concatenation of `pieces` (any lengths). 0 is returned as 0xFFFF.
-std::uint16_t udp6_checksum(const IpAddr& src, const IpAddr& dst,
-                            std::span<const std::span<const std::uint8_t>> pieces);
-
-/// The interface index holding `a`: the interface with exactly that address, else the one whose
-/// subnet holds it with the longest prefix (a bound address need not be listed, e.g. 127.0.0.2 on
-/// lo's 127.0.0.0/8). 0 if none.
-int interface_of(const IpAddr& a);
-
-/// One interface's link state, as an rtnetlink link message reports it.
-struct LinkState {
-  int ifindex = 0;
-  bool up = false;  ///< IFF_UP and IFF_RUNNING (the kernel's "operationally up or unknown")
-};
-
-/// The link states in `bytes`, a datagram read from an rtnetlink socket: one per RTM_NEWLINK
-/// (up from its flags) and RTM_DELLINK (down) message, in order. Other messages are skipped; a
-/// malformed message ends the parse (what came before it is kept).
-std::vector<LinkState> parse_link_messages(std::span<const std::uint8_t> bytes);
-
-/// Asks the kernel, on rtnetlink socket `fd`, for interface `ifindex`'s link state (RTM_GETLINK);
-/// the answer is queued on `fd` before this returns. False if the request could not be sent.
-bool request_link_state(int fd, int ifindex);
 
 struct UdpConfig {
   std::vector<IpAddr> planes;  ///< local address of each plane (all the same family)
@@ -338,6 +289,8 @@ class UdpEndpoint {
   /// Posts c to the engine: 0, or its errno; a QP in ERROR takes it and completes it flushed.
   int apply_cmd(const Cmd& c, Time now);
   void complete_cmd(const Cmd& c, engine::WcStatus status);
+  /// post_send / post_recv: applied at once without the progress thread, else queued to it.
+  int post(const Cmd& c);
   void drain_commands(Time now);
   void export_completions();
   void thread_main();
