@@ -1,100 +1,200 @@
 #!/usr/bin/env bash
-# Simulator speed against the reference: the 1024-host, 128-EV permutation (docs/htsim.md §4, C1a,
-# htsim's own perm_1024n_1024c_0u_2000000b.cm, k=16 fat tree, 2 MB flows) run by `mrc sim` and by
-# uet-htsim's htsim_uec on this machine, alternately, in the same invocation.
+# Simulator speed and memory against the reference on identical inputs: every workload's .cm matrix
+# is run by `mrc sim` and by uet-htsim's htsim_uec (docs/htsim.md: its default UEC network, 128 EVs,
+# sender CC only), one after the other in the same invocation, and a ratio table is printed.
 #
-#   bench/sim_speed.sh [--mrc PATH] [--htsim PATH | --htsim-src GITDIR] [--runs N] [--hosts 128|1024]
+#   bench/sim_speed.sh [--mrc PATH] [--htsim PATH | --htsim-src GITDIR] [--runs N]
+#                      [--workloads LIST | --all]
 #
 #   --mrc        the mrc binary (default: build/tools/mrc/mrc)
 #   --htsim      an htsim_uec binary
 #   --htsim-src  a uet-htsim git repository: commit 40ccb05 is exported to a temporary directory and
-#                htsim_uec is built there with one job (about 4 minutes of one core)
-#   --runs       runs of each simulator (default 1); the best of each is compared
-#   --hosts      1024 (default) or 128 (the smoke-test matrix)
+#                htsim_uec is built there with one job (about 4 minutes of one core); it also
+#                supplies htsim's incast_128.cm
+#   neither      htsim is skipped (said so in the table); mrc's figures are still printed
+#   --runs       runs of each simulator (default 1); the best CPU time of each is compared
+#   --workloads  comma-separated, from the list below (default perm128,incast128,a2a64,a2a128)
+#   --all        every workload (adds perm1024 and a2a256: minutes per run)
 #
-# The matrix is read from scenarios/cm/ (gitignored: it is htsim's data, not ours); when it is
-# missing and --htsim-src is given it is exported from that repository (scenarios/README.md).
-# Prints, per simulator, wall time, CPU time (user + sys), peak RSS and finished flows, then the
-# ratios htsim / mrc. The machine is shared, so CPU time is the steadier speed figure; both ratios
-# are printed. Exit status 1 if either simulator did not finish every flow.
+# Workloads (matrices in scenarios/cm/, gitignored, written here when missing):
+#   perm128    permutation, 128 hosts (k=8), 2 MB    htsim's perm_128n_128c_2MB.cm (tools/cm/gen_permutation.py)
+#   perm1024   permutation, 1024 hosts (k=16), 2 MB  htsim's perm_1024n_1024c_0u_2000000b.cm (same)
+#   incast128  127 -> 1, 128 hosts, 2 MB             htsim's incast_128.cm (needs --htsim-src once)
+#   a2a64      all-to-all, hosts 0-63 of k=8, 1 MB per pair       (tools/cm/gen_all_to_all.py)
+#   a2a128     all-to-all, 128 hosts (k=8), 64 KB per pair, 16,256 flows
+#   a2a256     all-to-all, hosts 0-255 of k=16, 16 KB per pair, 65,280 flows
+#
+# Per workload and simulator: wall time, CPU time (user + sys), peak RSS (/usr/bin/time), finished
+# flows and FCT p50 / max; then htsim / mrc for time, mrc / htsim for memory. The machine is
+# shared, so CPU time is the steadier speed figure. Exit status 1 if a simulator that ran did not
+# finish every flow.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MRC=$ROOT/build/tools/mrc/mrc
 HTSIM=""
 HTSIM_SRC=""
 RUNS=1
-HOSTS=1024
+WORKLOADS=perm128,incast128,a2a64,a2a128
 while [ $# -gt 0 ]; do
   case $1 in
     --mrc) MRC=$2; shift 2 ;;
     --htsim) HTSIM=$2; shift 2 ;;
     --htsim-src) HTSIM_SRC=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
-    --hosts) HOSTS=$2; shift 2 ;;
+    --workloads) WORKLOADS=$2; shift 2 ;;
+    --all) WORKLOADS=perm128,perm1024,incast128,a2a64,a2a128,a2a256; shift ;;
     *) echo "sim_speed.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-case $HOSTS in
-  1024) CM=perm_1024n_1024c_0u_2000000b.cm; SCEN=perm1024 ;;
-  128) CM=perm_128n_128c_2MB.cm; SCEN=perm128 ;;
-  *) echo "sim_speed.sh: --hosts must be 128 or 1024" >&2; exit 2 ;;
-esac
 HTSIM_COMMIT=40ccb0526bb6297eeb22ab33f9934fb35278dbaf
+CM_DIR=$ROOT/scenarios/cm
 WORK=$(mktemp -d /tmp/sim_speed.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 [ -x "$MRC" ] || { echo "sim_speed.sh: no mrc binary at $MRC (build it or pass --mrc)" >&2; exit 2; }
-if [ ! -f "$ROOT/scenarios/cm/$CM" ]; then
-  [ -n "$HTSIM_SRC" ] || { echo "sim_speed.sh: scenarios/cm/$CM missing; pass --htsim-src" >&2; exit 2; }
-  mkdir -p "$ROOT/scenarios/cm"
-  git -C "$HTSIM_SRC" show "$HTSIM_COMMIT:htsim/sim/datacenter/connection_matrices/$CM" >"$ROOT/scenarios/cm/$CM"
-fi
-if [ -z "$HTSIM" ]; then
-  [ -n "$HTSIM_SRC" ] || { echo "sim_speed.sh: pass --htsim or --htsim-src" >&2; exit 2; }
+MRC=$(realpath "$MRC")
+if [ -z "$HTSIM" ] && [ -n "$HTSIM_SRC" ]; then
   echo "building htsim_uec from $HTSIM_SRC ($HTSIM_COMMIT) in $WORK (one job)..."
   git -C "$HTSIM_SRC" archive "$HTSIM_COMMIT" htsim/sim | tar -x -C "$WORK"
   cmake -S "$WORK/htsim/sim" -B "$WORK/hb" -DCMAKE_BUILD_TYPE=Release >"$WORK/cmake.log"
   cmake --build "$WORK/hb" --parallel 1 --target htsim_uec >"$WORK/build.log"
   HTSIM=$WORK/hb/datacenter/htsim_uec
 fi
-[ -x "$HTSIM" ] || { echo "sim_speed.sh: no htsim_uec at $HTSIM" >&2; exit 2; }
-[ -x "$MRC" ] || { echo "sim_speed.sh: no mrc at $MRC" >&2; exit 2; }
-# Both run from $WORK: relative paths given on the command line must not break.
-HTSIM=$(realpath "$HTSIM")
-MRC=$(realpath "$MRC")
+if [ -n "$HTSIM" ]; then
+  [ -x "$HTSIM" ] || { echo "sim_speed.sh: no htsim_uec at $HTSIM" >&2; exit 2; }
+  HTSIM=$(realpath "$HTSIM")
+else
+  echo "sim_speed.sh: no --htsim or --htsim-src given: htsim is skipped, mrc runs alone"
+fi
 
-# One timed run: name, command... -> "wall cpu rss_kb" on stdout, program output in $WORK/<name>.out
+# workload -> "cm-file k htsim-end-us"
+spec() {
+  case $1 in
+    perm128) echo "perm_128n_128c_2MB.cm 8 2000" ;;
+    perm1024) echo "perm_1024n_1024c_0u_2000000b.cm 16 2000" ;;
+    incast128) echo "incast_128.cm 8 30000" ;;
+    a2a64) echo "a2a_64n_1MB.cm 8 20000" ;;
+    a2a128) echo "a2a_128n_64KB.cm 8 20000" ;;
+    a2a256) echo "a2a_256n_16KB.cm 16 20000" ;;
+    *) echo "sim_speed.sh: unknown workload $1" >&2; exit 2 ;;
+  esac
+}
+
+# Writes the workload's matrix into scenarios/cm/ if missing; false (with a message) if it cannot.
+make_cm() {
+  local w=$1 cm=$2
+  [ -f "$CM_DIR/$cm" ] && return 0
+  case $w in
+    perm*) python3 "$ROOT/tools/cm/gen_permutation.py" --dir "$CM_DIR" >/dev/null ;;
+    a2a64) python3 "$ROOT/tools/cm/gen_all_to_all.py" "$CM_DIR/$cm" 64 1000000 --network 128 >/dev/null ;;
+    a2a128) python3 "$ROOT/tools/cm/gen_all_to_all.py" "$CM_DIR/$cm" 128 65536 >/dev/null ;;
+    a2a256) python3 "$ROOT/tools/cm/gen_all_to_all.py" "$CM_DIR/$cm" 256 16384 --network 1024 >/dev/null ;;
+    incast*)
+      if [ -z "$HTSIM_SRC" ]; then
+        echo "  $w: scenarios/cm/$cm missing (htsim's file: pass --htsim-src once); skipped"
+        return 1
+      fi
+      mkdir -p "$CM_DIR"
+      git -C "$HTSIM_SRC" show "$HTSIM_COMMIT:htsim/sim/datacenter/connection_matrices/$cm" >"$CM_DIR/$cm" ;;
+  esac
+}
+
+# The scenario `mrc sim` runs: htsim's default UEC network (docs/htsim.md §2), MRC over 128 EVs.
+write_toml() {
+  cat >"$1" <<EOF
+name = "$2"
+limit_us = 100000
+[topology]
+kind = "fattree"
+k = $3
+[queue]
+data_bytes = 178450
+trimming = true
+ecn_kmin = 37350
+ecn_kmax = 145250
+[transport]
+kind = "mrc"
+evs = 128
+nscc = true
+[workload]
+kind = "cm"
+cm = "$CM_DIR/$4"
+EOF
+}
+
+# One timed run: name, command... -> "wall cpu rss_kb"; program output in $WORK/<name>.out
 timed() {
   local name=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$WORK/$name.time" "$@" >"$WORK/$name.out" 2>&1 || true
   awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$WORK/$name.time"
 }
 
-best_h=""; best_m=""
-for i in $(seq "$RUNS"); do
-  # htsim: docs/htsim.md §1, C1a (spray over 128 EVs, sender CC only, 2 ms cap).
-  (cd "$WORK" && timed htsim "$HTSIM" -tm "$ROOT/scenarios/cm/$CM" -sender_cc_only -paths 128 -end 2000 \
-    -o "$WORK/htsim.log") >"$WORK/h.t"
-  h_done=$(grep -c "finished at" "$WORK/htsim.out" || true)
-  read -r hw hc hr <"$WORK/h.t"
-  echo "run $i htsim_uec: wall ${hw} s  cpu ${hc} s  peak RSS $((hr / 1024)) MB  finished ${h_done}/${HOSTS}"
-  (cd "$WORK" && timed mrc "$MRC" sim --no-progress --json "$ROOT/scenarios/$SCEN.toml") >"$WORK/m.t"
-  m_done=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["variants"][0]; print(v["finished"])' \
-    "$WORK/mrc.out" 2>/dev/null || echo 0)
-  read -r mw mc mr <"$WORK/m.t"
-  echo "run $i mrc sim:   wall ${mw} s  cpu ${mc} s  peak RSS $((mr / 1024)) MB  finished ${m_done}/${HOSTS}"
-  python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["variants"][0]; f=v["fct_us"]; r=v["run"]
-print("    mrc: FCT us min/p50/p99/max %.1f / %.1f / %.1f / %.1f  events %d (%.2f M/s)" % (
-    f["min"], f["p50"], f["p99"], f["max"], r["events"], r["events_per_s"] / 1e6))' "$WORK/mrc.out" || true
-  if [ -z "$best_h" ] || awk "BEGIN{exit !($hc < ${best_h#* })}"; then best_h="$hw $hc $hr"; fi
-  if [ -z "$best_m" ] || awk "BEGIN{exit !($mc < ${best_m#* })}"; then best_m="$mw $mc $mr"; fi
+# FCT p50 / max (us) of htsim's "finished at" lines.
+htsim_fct() {
+  grep "finished at" "$1" | sed 's/.*finished at \([0-9.]*\).*/\1/' | sort -n |
+    awk '{a[NR]=$1} END {if (NR == 0) {print "- -"; exit} i = int(NR * 0.5 + 0.999); print a[i], a[NR]}'
+}
+
+status=0
+ROWS=$WORK/rows
+: >"$ROWS"
+IFS=, read -r -a LIST <<<"$WORKLOADS"
+for w in "${LIST[@]}"; do
+  read -r cm k end <<<"$(spec "$w")"
+  make_cm "$w" "$cm" || continue
+  flows=$(awk 'NR == 2 {print $2}' "$CM_DIR/$cm")
+  write_toml "$WORK/$w.toml" "$w" "$k" "$cm"
+  best_h=""; best_m=""
+  for i in $(seq "$RUNS"); do
+    if [ -n "$HTSIM" ]; then
+      (cd "$WORK" && timed "h_$w" "$HTSIM" -tm "$CM_DIR/$cm" -sender_cc_only -paths 128 -end "$end" \
+        -o "$WORK/htsim.log") >"$WORK/h.t"
+      rm -f "$WORK/htsim.log"
+      read -r hw hc hr <"$WORK/h.t"
+      h_done=$(grep -c "finished at" "$WORK/h_$w.out" || true)
+      read -r hp hm <<<"$(htsim_fct "$WORK/h_$w.out")"
+      echo "$w run $i htsim_uec: wall ${hw} s  cpu ${hc} s  peak RSS $((hr / 1024)) MB  finished ${h_done}/${flows}  FCT p50 ${hp} max ${hm} us"
+      [ "$h_done" = "$flows" ] || status=1
+      if [ -z "$best_h" ] || awk -v a="$hc" -v b="$(cut -d' ' -f2 <<<"$best_h")" 'BEGIN{exit !(a < b)}'; then
+        best_h="$hw $hc $hr $hp $hm"
+      fi
+    fi
+    (cd "$WORK" && timed "m_$w" "$MRC" sim --no-progress --json "$WORK/$w.toml") >"$WORK/m.t"
+    read -r mw mc mr <"$WORK/m.t"
+    read -r m_done mp mm qi qs <<<"$(python3 -c '
+import json, sys
+try:
+    v = json.load(open(sys.argv[1]))["variants"][0]
+    q = v.get("qp_memory", {})
+    print(v["finished"], "%.1f" % v["fct_us"]["p50"], "%.1f" % v["fct_us"]["max"],
+          int(q.get("idle_bytes", 0)), int(q.get("sender_bytes", 0)))
+except Exception:
+    print("0 - - 0 0")' "$WORK/m_$w.out")"
+    echo "$w run $i mrc sim:   wall ${mw} s  cpu ${mc} s  peak RSS $((mr / 1024)) MB  finished ${m_done}/${flows}  FCT p50 ${mp} max ${mm} us  QP bytes idle ${qi} sender ${qs}"
+    [ "$m_done" = "$flows" ] || status=1
+    if [ -z "$best_m" ] || awk -v a="$mc" -v b="$(cut -d' ' -f2 <<<"$best_m")" 'BEGIN{exit !(a < b)}'; then
+      best_m="$mw $mc $mr $mp $mm"
+    fi
+  done
+  echo "$w $flows ${best_h:-- - - - -} $best_m" >>"$ROWS"
 done
-read -r hw hc hr <<<"$best_h"
-read -r mw mc mr <<<"$best_m"
-awk -v hw="$hw" -v hc="$hc" -v hr="$hr" -v mw="$mw" -v mc="$mc" -v mr="$mr" -v n="$HOSTS" 'BEGIN {
-  printf "perm-%d, 128 EVs, best of runs: htsim wall %.2f s cpu %.2f s %.0f MB | mrc wall %.2f s cpu %.2f s %.0f MB\n",
-         n, hw, hc, hr / 1024, mw, mc, mr / 1024
-  printf "speed-up (htsim / mrc): wall %.2fx  cpu %.2fx   memory ratio (mrc / htsim): %.2f\n",
-         hw / mw, hc / mc, mr / hr
-}'
-[ "$h_done" = "$HOSTS" ] && [ "$m_done" = "$HOSTS" ]
+
+echo
+echo "best of $RUNS run(s); speed-up = htsim / mrc (CPU, wall), memory = mrc / htsim peak RSS"
+awk 'BEGIN {
+  printf "%-10s %7s | %8s %8s %7s %9s | %8s %8s %7s %9s | %7s %7s %6s\n", "workload", "flows",
+         "h_wall_s", "h_cpu_s", "h_MB", "h_p50/max", "m_wall_s", "m_cpu_s", "m_MB", "m_p50/max",
+         "cpu_x", "wall_x", "mem_x"
+}
+{
+  w = $1; n = $2; hw = $3; hc = $4; hr = $5; hp = $6; hm = $7; mw = $8; mc = $9; mr = $10; mp = $11; mm = $12
+  if (hw == "-") {
+    printf "%-10s %7s | %8s %8s %7s %9s | %8.2f %8.2f %7.0f %9s | %7s %7s %6s\n", w, n, "-", "-", "-", "-",
+           mw, mc, mr / 1024, mp "/" mm, "-", "-", "-"
+  } else {
+    printf "%-10s %7s | %8.2f %8.2f %7.0f %9s | %8.2f %8.2f %7.0f %9s | %6.2fx %6.2fx %6.2f\n", w, n,
+           hw, hc, hr / 1024, int(hp) "/" int(hm), mw, mc, mr / 1024, int(mp) "/" int(mm),
+           hc / (mc > 0 ? mc : 0.01), hw / (mw > 0 ? mw : 0.01), mr / hr
+  }
+}' "$ROWS"
+exit $status

@@ -3,6 +3,7 @@
 #include "engine/endpoint.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 
 #include "engine/qp.hpp"
@@ -41,10 +42,90 @@ Endpoint::~Endpoint() = default;
 
 Qp* Endpoint::qp(std::uint32_t qpn) {
   if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  return qps_[qpn - kFirstQpn].get();
+  Qp* q = qps_[qpn - kFirstQpn].get();
+  if (q != nullptr) touch(qpn - kFirstQpn);  // the caller may change it
+  return q;
 }
 const Qp* Endpoint::qp(std::uint32_t qpn) const {
-  return const_cast<Endpoint*>(this)->qp(qpn);
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  return qps_[qpn - kFirstQpn].get();
+}
+
+void Endpoint::touch(std::uint32_t i) const {
+  if (is_dirty_[i]) return;
+  is_dirty_[i] = 1;
+  dirty_.push_back(i);
+}
+
+bool Endpoint::due_less(std::uint32_t a, std::uint32_t b) const {
+  return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;
+}
+
+void Endpoint::due_swap(std::uint32_t a, std::uint32_t b) const {
+  std::swap(due_heap_[a], due_heap_[b]);
+  due_pos_[due_heap_[a]] = a;
+  due_pos_[due_heap_[b]] = b;
+}
+
+void Endpoint::due_up(std::uint32_t pos) const {
+  while (pos > 0) {
+    const std::uint32_t parent = (pos - 1) / 2;
+    if (!due_less(due_heap_[pos], due_heap_[parent])) return;
+    due_swap(pos, parent);
+    pos = parent;
+  }
+}
+
+void Endpoint::due_down(std::uint32_t pos) const {
+  const auto n = static_cast<std::uint32_t>(due_heap_.size());
+  for (;;) {
+    std::uint32_t m = pos;
+    const std::uint32_t l = 2 * pos + 1, r = l + 1;
+    if (l < n && due_less(due_heap_[l], due_heap_[m])) m = l;
+    if (r < n && due_less(due_heap_[r], due_heap_[m])) m = r;
+    if (m == pos) return;
+    due_swap(pos, m);
+    pos = m;
+  }
+}
+
+void Endpoint::due_set(std::uint32_t i, Time t) const {
+  const Time old = due_[i];
+  if (t == old) return;
+  due_[i] = t;
+  std::uint32_t pos = due_pos_[i];
+  if (t == kNever) {  // leaves the heap
+    const auto last = static_cast<std::uint32_t>(due_heap_.size() - 1);
+    if (pos != last) due_swap(pos, last);
+    due_heap_.pop_back();
+    due_pos_[i] = kNoPos;
+    if (pos < due_heap_.size()) {  // the one moved into the hole may belong above or below it
+      const std::uint32_t moved = due_heap_[pos];
+      due_up(pos);
+      due_down(due_pos_[moved]);
+    }
+    return;
+  }
+  if (pos == kNoPos) {
+    pos = static_cast<std::uint32_t>(due_heap_.size());
+    due_heap_.push_back(i);
+    due_pos_[i] = pos;
+    due_up(pos);
+    return;
+  }
+  if (old == kNever || t < old)
+    due_up(pos);
+  else
+    due_down(pos);
+}
+
+void Endpoint::refresh_deadlines() const {
+  for (const std::uint32_t i : dirty_) {
+    is_dirty_[i] = 0;
+    const Qp* q = qps_[i].get();
+    due_set(i, q != nullptr ? q->next_deadline() : kNever);
+  }
+  dirty_.clear();
 }
 
 std::vector<std::uint32_t> Endpoint::qpns() const {
@@ -78,6 +159,9 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   const auto qpn = static_cast<std::uint32_t>(kFirstQpn + qps_.size());
   qps_.push_back(std::make_unique<Qp>(*this, qpn, cfg));
   in_ready_.push_back(0);
+  due_.push_back(kNever);
+  due_pos_.push_back(kNoPos);
+  is_dirty_.push_back(0);
   if (err) *err = 0;
   return qpn;
 }
@@ -87,6 +171,7 @@ int Endpoint::destroy_qp(std::uint32_t qpn) {
   if (q == nullptr) return EINVAL;
   tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), q), tx_ready_.end());
   qps_[qpn - kFirstQpn].reset();
+  touch(qpn - kFirstQpn);  // leaves the timer heap
   return 0;
 }
 
@@ -272,6 +357,7 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   for (std::size_t tried = 0; tried < n;) {
     if (tx_rr_ >= tx_ready_.size()) tx_rr_ = 0;
     Qp* q = tx_ready_[tx_rr_];
+    touch(q->qpn() - kFirstQpn);
     if (q->poll_tx(out, now, free_ports)) {
       ++tx_rr_;
       return true;
@@ -290,17 +376,36 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
 }
 
 Time Endpoint::next_deadline() const {
-  Time t = kNever;
-  for (const auto& q : qps_)
-    if (q) t = std::min(t, q->next_deadline());
+  refresh_deadlines();
+  Time t = due_heap_.empty() ? kNever : due_[due_heap_.front()];
+#ifndef NDEBUG
+  {  // the heap must agree with a scan of every QP (a missed touch() would lose a timer)
+    Time scan = kNever;
+    for (const auto& q : qps_)
+      if (q) scan = std::min(scan, q->next_deadline());
+    assert(scan == t);
+  }
+#endif
   for (const PendingProbe& p : probes_) t = std::min(t, p.deadline);
   for (const VerifyProbe& v : verify_) t = std::min(t, v.deadline);
   return t;
 }
 
 void Endpoint::on_timer(Time now) {
-  for (const auto& q : qps_)
+  // The due QPs in QPN order, as a scan of every QP would visit them.
+  refresh_deadlines();
+  fired_.clear();
+  while (!due_heap_.empty() && due_[due_heap_.front()] <= now) {
+    const std::uint32_t i = due_heap_.front();
+    fired_.push_back(i);
+    due_set(i, kNever);
+    touch(i);
+  }
+  std::sort(fired_.begin(), fired_.end());
+  for (const std::uint32_t i : fired_) {
+    Qp* q = qps_[i].get();
     if (q && q->next_deadline() <= now) q->on_timer(now);
+  }
   // An unanswered port-status check leaves the update in force (the peer may be busy or gone).
   verify_.erase(
       std::remove_if(verify_.begin(), verify_.end(), [&](const VerifyProbe& v) { return v.deadline <= now; }),
@@ -329,8 +434,10 @@ void Endpoint::set_port_up(std::uint8_t port, bool up, Time now) {
   else
     port_up_mask_ &= ~(1u << port);
   std::vector<std::uint32_t> peers;
-  for (const auto& q : qps_) {
+  for (std::uint32_t i = 0; i < qps_.size(); ++i) {
+    Qp* q = qps_[i].get();
     if (!q || (q->state() != QpState::kRtr && q->state() != QpState::kRts)) continue;
+    touch(i);
     if (((q->peer_port_mask() >> port) & 1u) != 0)
       q->set_plane_usable(port, up, up ? EvCause::kPortUp : EvCause::kPortDown, now);
     if (std::find(peers.begin(), peers.end(), q->remote().peer) == peers.end())
@@ -400,9 +507,13 @@ void Endpoint::apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now
   e.port_mask = mask;
   e.time = now;
   push_event(e);
-  for (const auto& q : qps_)
-    if (q && q->remote().peer == peer && (q->state() == QpState::kRtr || q->state() == QpState::kRts))
+  for (std::uint32_t i = 0; i < qps_.size(); ++i) {
+    Qp* q = qps_[i].get();
+    if (q && q->remote().peer == peer && (q->state() == QpState::kRtr || q->state() == QpState::kRts)) {
+      touch(i);
       q->set_peer_ports(mask, now);
+    }
+  }
 }
 
 void Endpoint::verify_peer_ports(std::uint32_t peer, std::uint8_t port, Time now) {

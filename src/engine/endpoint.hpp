@@ -248,11 +248,30 @@ class Endpoint {
   void verify_peer_ports(std::uint32_t peer, std::uint8_t port, Time now);
   bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
 
+  // QP timers: every QP's next_deadline() cached in an indexed min-heap ordered by (deadline, QP
+  // index), so next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP (a host
+  // of a 128-host all-to-all has 254). A QP's deadline is re-read (touch) whenever the endpoint
+  // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes.
+  void touch(std::uint32_t i) const;
+  void refresh_deadlines() const;
+  void due_set(std::uint32_t i, Time t) const;
+  bool due_less(std::uint32_t a, std::uint32_t b) const;
+  void due_swap(std::uint32_t a, std::uint32_t b) const;
+  void due_up(std::uint32_t pos) const;
+  void due_down(std::uint32_t pos) const;
+  static constexpr std::uint32_t kNoPos = 0xFFFFFFFFu;
+
   EndpointConfig cfg_;
   MemoryTable memory_;
-  std::vector<std::unique_ptr<Qp>> qps_;  ///< index = qpn - kFirstQpn
-  std::vector<Qp*> tx_ready_;             ///< QPs that may have something to send (round robin)
-  std::vector<std::uint8_t> in_ready_;    ///< per QP index: listed in tx_ready_
+  std::vector<std::unique_ptr<Qp>> qps_;        ///< index = qpn - kFirstQpn
+  mutable std::vector<Time> due_;               ///< per QP index: cached deadline (kNever: not in the heap)
+  mutable std::vector<std::uint32_t> due_pos_;  ///< per QP index: position in due_heap_ or kNoPos
+  mutable std::vector<std::uint32_t> due_heap_;
+  mutable std::vector<std::uint32_t> dirty_;  ///< QP indices whose deadline may have changed
+  mutable std::vector<std::uint8_t> is_dirty_;
+  std::vector<std::uint32_t> fired_;    ///< on_timer scratch
+  std::vector<Qp*> tx_ready_;           ///< QPs that may have something to send (round robin)
+  std::vector<std::uint8_t> in_ready_;  ///< per QP index: listed in tx_ready_
   std::size_t tx_rr_ = 0;
   std::deque<Completion> completions_;
   std::deque<Event> events_;

@@ -369,4 +369,14 @@ std::uint32_t EvManager::count(EvState st) const {
   return n;
 }
 
+std::size_t EvManager::heap_bytes() const {
+  std::size_t b = slots_.capacity() * sizeof(Slot) + skipped_.capacity() * 2 + probing_.capacity() * 2 +
+                  (active_target_.capacity() + active_count_.capacity()) * 4;
+  for (const auto* lists : {&good_, &backup_}) {
+    b += lists->capacity() * sizeof(std::vector<std::uint16_t>);
+    for (const auto& l : *lists) b += l.capacity() * 2;
+  }
+  return b;
+}
+
 }  // namespace mrc::engine

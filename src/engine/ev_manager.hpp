@@ -110,6 +110,8 @@ class EvManager {
     std::uint64_t transitions = 0, promotions = 0, floor_hits = 0, probes = 0;
   };
   const Stats& stats() const { return stats_; }
+  /// Heap bytes of the slot table and lists (the object itself excluded).
+  std::size_t heap_bytes() const;
   std::uint32_t count(EvState s) const;
   std::uint32_t active_good(std::uint8_t port) const {
     return static_cast<std::uint32_t>(good_[port].size());

@@ -224,6 +224,13 @@ bool Qp::wants_tx() const {
   return rtx_pending_ > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever || evm_.next_probe_time() != kNever;
 }
 
+std::size_t Qp::memory_bytes() const {
+  return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) +
+         sq_.capacity() * sizeof(SendWqe) + ring_.capacity() * sizeof(TxRec) +
+         (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 + plane_losses_.capacity() * 4 +
+         ctrl_.capacity() * sizeof(CtrlTx) + wimm_.capacity() * sizeof(WimmSlot) + rq_.capacity() * 8;
+}
+
 Time Qp::next_deadline() const {
   if (state_ != QpState::kRts) return kNever;
   Time t = kNever;
@@ -349,6 +356,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
   if (!cc_.can_send(len + kPktOverhead)) return false;
   const std::uint16_t slot = evm_.pick(ports);
   if (slot == EvManager::kNone) return false;
+  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= ring_.size()) grow_ring();
   psn = snd_nxt_;
   snd_nxt_ = psn_add(snd_nxt_, 1);
   if (w.sent_pkts == 0) {

@@ -32,6 +32,8 @@ class Qp {
   std::uint32_t window_dest() const { return (mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit; }
   std::uint32_t outstanding_psns() const { return static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)); }
   Duration base_rtt() const { return base_rtt_; }
+  /// Bytes this QP holds: the object and every buffer it allocated (capacity, not use).
+  std::size_t memory_bytes() const;
 
   // Lifecycle (validated by the Endpoint).
   int to_init();
@@ -101,6 +103,7 @@ class Qp {
 
   std::uint32_t ring_idx(std::uint32_t psn) const { return psn & ring_mask_; }
   TxRec& rec(std::uint32_t psn) { return ring_[ring_idx(psn)]; }
+  void grow_ring();  ///< doubles ring_ (packets in flight fill it; never past ring_full_)
   void list_push(std::uint32_t idx);
   void list_remove(std::uint32_t idx);
   void mark_lost(std::uint32_t psn, LossCause cause, Time now);
@@ -203,6 +206,7 @@ class Qp {
   std::uint32_t wimm_outstanding_ = 0;
   std::vector<TxRec> ring_;
   std::uint32_t ring_mask_ = 0;
+  std::uint32_t ring_full_ = 0;  ///< ring slots the window can need (grow_ring's limit)
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
   std::uint32_t list_head_ = kNil, list_tail_ = kNil;
   std::uint32_t rtx_pending_ = 0;

@@ -17,7 +17,12 @@ int Qp::post_send(const SendWr& wr, Time now) {
   if (state_ != QpState::kRts) return EINVAL;
   if (wr.length > kMaxMessage) return EINVAL;
   if (sq_.empty()) {
-    const std::uint32_t slots = std::bit_ceil(std::max<std::uint32_t>(cfg_.mpr * kMprUnit, 64));
+    // The ring starts at the first message's packets (at least 16) and doubles while packets in
+    // flight need it, up to the window's ring_full_ slots: a QP sending 64 KB messages never pays
+    // for the 256 or 1024 slots of its window.
+    ring_full_ = std::bit_ceil(std::max<std::uint32_t>(cfg_.mpr * kMprUnit, 64));
+    const std::uint32_t pkts = wr.length == 0 ? 1 : (wr.length + cfg_.pmtu - 1) / cfg_.pmtu;
+    const std::uint32_t slots = std::min(ring_full_, std::bit_ceil(std::max<std::uint32_t>(pkts, 16)));
     ring_.assign(slots, TxRec{});
     ring_mask_ = slots - 1;
     sq_.assign(cfg_.sq_depth, SendWqe{});
@@ -44,6 +49,24 @@ int Qp::post_send(const SendWr& wr, Time now) {
   }
   ep_.mark_tx_ready(this);
   return 0;
+}
+
+void Qp::grow_ring() {
+  const auto slots = static_cast<std::uint32_t>(ring_.size() * 2);
+  const std::uint32_t mask = slots - 1;
+  // Records live at psn & mask; the send-order list links are ring indices, so they move too.
+  auto moved = [&](std::uint32_t idx) { return idx == kNil ? kNil : psn_of(idx) & mask; };
+  std::vector<TxRec> g(slots);
+  for (std::uint32_t psn = snd_una_; psn != snd_nxt_; psn = psn_add(psn, 1)) {
+    TxRec r = ring_[ring_idx(psn)];
+    r.prev = moved(r.prev);
+    r.next = moved(r.next);
+    g[psn & mask] = r;
+  }
+  list_head_ = moved(list_head_);
+  list_tail_ = moved(list_tail_);
+  ring_.swap(g);
+  ring_mask_ = mask;
 }
 
 void Qp::list_push(std::uint32_t idx) {
@@ -394,7 +417,7 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
   const wire::Seth& s = p.seth;
   const std::uint32_t new_una = psn_add(s.cack_psn, 1);
   // A SACK may not acknowledge PSNs we never sent.
-  if (psn_lt(snd_nxt_, new_una) || psn_diff(new_una, snd_una_) < -static_cast<std::int32_t>(ring_.size())) {
+  if (psn_lt(snd_nxt_, new_una) || psn_diff(new_una, snd_una_) < -static_cast<std::int32_t>(ring_full_)) {
     ++ctr_.rx_refused;
     return;
   }

@@ -188,6 +188,15 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     }
   }
 
+  if (!roce) {
+    std::size_t b = 0;
+    for (std::size_t k = 0; k < src_qp.size(); ++k)
+      b += eps[pairs[k / nq].first]->qp(src_qp[k])->memory_bytes() +
+           eps[pairs[k / nq].second]->qp(dst_qp[k])->memory_bytes();
+    r.qps = 2 * src_qp.size();
+    r.qp_bytes_idle = static_cast<double>(b) / static_cast<double>(r.qps);
+  }
+
   // Dependents of each connection (CSR), and per-connection part counters.
   std::vector<std::uint32_t> dep_start(m.conns.size() + 1, 0), deps;
   for (const auto& c : m.conns)
@@ -385,6 +394,22 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     r.rx_dup += pc.rx_dup;
     r.tx_sack += roce ? pc.tx_ack : pc.tx_sack;
     r.tx_nack += pc.tx_nack;
+  }
+  if (!roce) {
+    std::size_t sb = 0, rb = 0, sn = 0, rn = 0;
+    for (std::uint32_t h = 0; h < topo.hosts; ++h)
+      for (const std::uint32_t qpn : eps[h]->qpns()) {
+        const engine::Qp* q = static_cast<const engine::Endpoint&>(*eps[h]).qp(qpn);
+        if (q->counters().tx_data > 0) {
+          sb += q->memory_bytes();
+          ++sn;
+        } else {
+          rb += q->memory_bytes();
+          ++rn;
+        }
+      }
+    r.qp_bytes_sender = sn ? static_cast<double>(sb) / static_cast<double>(sn) : 0;
+    r.qp_bytes_receiver = rn ? static_cast<double>(rb) / static_cast<double>(rn) : 0;
   }
   std::vector<double> fcts;
   for (std::size_t i = 0; i < r.flows.size(); ++i) {

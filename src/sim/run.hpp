@@ -102,6 +102,10 @@ struct RunResult {
   Time end = 0;  ///< simulated time when the run stopped (ns)
   double wall_s = 0, events_per_s = 0;
   long peak_rss_kb = 0;
+  /// MRC: bytes held per QP (engine::Qp::memory_bytes): the mean over every QP once all are
+  /// connected (idle), and at the end the means over QPs that sent data and over the others.
+  std::size_t qps = 0;
+  double qp_bytes_idle = 0, qp_bytes_sender = 0, qp_bytes_receiver = 0;
   std::size_t pool_packets = 0;
 };
 

@@ -302,6 +302,11 @@ int run_scenario(Scenario& sc) {
                     {"sim_time_us", static_cast<double>(rs[i].end) / 1000.0},
                     {"wall_s", rs[i].wall_s},
                     {"peak_rss_mb", static_cast<double>(rs[i].peak_rss_kb) / 1024.0}};
+      if (!g_opt.stable && rs[i].qps > 0)
+        j["qp_memory"] = {{"qps", rs[i].qps},
+                          {"idle_bytes", rs[i].qp_bytes_idle},
+                          {"sender_bytes", rs[i].qp_bytes_sender},
+                          {"receiver_bytes", rs[i].qp_bytes_receiver}};
       all["variants"].push_back(j);
     }
     std::cout << all.dump(2) << '\n';
