@@ -163,12 +163,24 @@ bool parse_device_spec(std::string_view spec, std::vector<std::string>& addrs, s
   return parse_spec(spec, addrs, port);
 }
 
-void route(mrc_context& ctx) {
-  io::UdpEndpoint& ue = *ctx.device->ue;
+namespace {
+/// From `src` (the engine itself on the progress thread, the endpoint in app-progress mode) into
+/// the context's CQs, channels and async events.
+template <class Source>
+void route_from(mrc_context& ctx, Source& src) {
   engine::Completion c;
-  while (ue.poll_completion(c)) deliver(ctx, c);
+  while (src.poll_completion(c)) deliver(ctx, c);
   engine::Event e;
-  while (ue.poll_event(e)) deliver(ctx, e);
+  while (src.poll_event(e)) deliver(ctx, e);
+}
+}  // namespace
+
+void route(mrc_context& ctx) {
+  route_from(ctx, *ctx.device->ue);
+}
+
+void route_engine(mrc_context& ctx, engine::Endpoint& ep) {
+  route_from(ctx, ep);
 }
 
 void post_async_event(mrc_context& ctx, const mrc_async_event& ev) {
@@ -371,7 +383,9 @@ mrc_context* mrc_create_context_ex(ibv_context* vcontext, mrc_context_attr* attr
   if (ctx->async_fd < 0) return nullptr;
   mrc_context* c = ctx.get();
   if (!ctx->app_progress) {
-    device->ue->set_export_hook([c] { mrc::api::route(*c); });
+    // On the progress thread, straight from the engine into the CQs: a completion crosses one
+    // queue (its CQ) on its way to mrc_poll_cq.
+    device->ue->set_export_hook([c](mrc::engine::Endpoint& ep) { mrc::api::route_engine(*c, ep); });
     device->ue->start();
   }
   device->ctx = ctx.release();

@@ -4,8 +4,10 @@
 //
 // Threading: control calls of one device serialise on mrc_device::mu; with the progress thread
 // running they touch the engine only inside UdpEndpoint::execute(). Completions and events are
-// routed by route() on the one producer thread (the progress thread, or mrc_progress's caller);
-// each CQ is a single-producer ring that mrc_poll_cq drains.
+// routed on the one producer thread: by route_engine() from the engine at the end of each round of
+// the progress thread (its export hook), or by route() in mrc_progress / mrc_poll_cq without one.
+// Each CQ is a single-producer ring that mrc_poll_cq drains: past the engine's own queue, the only
+// one a completion crosses.
 #pragma once
 #include <atomic>
 #include <cerrno>
@@ -163,9 +165,11 @@ struct mrc_context {
 
 namespace mrc::api {
 
-/// Drains the endpoint's completions and events into CQs, channels and async events. Producer
-/// thread only.
+/// Drains the endpoint's completions and events into CQs, channels and async events
+/// (app-progress mode: the thread that progresses).
 void route(mrc_context& ctx);
+/// The same straight from the engine: the export hook, on the progress thread.
+void route_engine(mrc_context& ctx, engine::Endpoint& ep);
 /// Queues an asynchronous event (any thread).
 void post_async_event(mrc_context& ctx, const mrc_async_event& ev);
 /// A local plane (port_num 1-based) went up or down: MRC_EVENT_PORT_ACTIVE / _ERR. For the

@@ -180,10 +180,12 @@ class UdpEndpoint {
   std::size_t progress(Duration timeout = 0);
   bool start();
   void stop();
-  /// Runs `fn` on the progress thread after each round's completions and events reached the rings
-  /// (threaded mode), so a consumer can route them (to CQs, channels) without polling. Set it while
-  /// the thread is stopped.
-  void set_export_hook(std::function<void()> fn) { export_hook_ = std::move(fn); }
+  /// Runs `fn` on the progress thread at the end of each round (threaded mode) with the engine, from
+  /// which it takes the round's completions and events itself (Endpoint::poll_completion /
+  /// poll_event) into its own queues (CQs, channels): no ring between the engine and the consumer.
+  /// While a hook is set the completion and event rings stay empty (poll_completion / poll_event
+  /// find nothing with the thread running). Set it while the thread is stopped.
+  void set_export_hook(std::function<void(engine::Endpoint&)> fn) { export_hook_ = std::move(fn); }
   bool running() const { return threaded_.load(); }
 
   // --- statistics: stopped thread or inside execute() ------------------------------------------
@@ -354,7 +356,7 @@ class UdpEndpoint {
   const std::function<void(engine::Endpoint&)>* exec_fn_ = nullptr;
   bool exec_done_ = false;
   std::atomic<bool> exec_pending_{false};
-  std::function<void()> export_hook_;
+  std::function<void(engine::Endpoint&)> export_hook_;
 };
 
 }  // namespace mrc::io
