@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   mrc::api::ProfileStore store;
   store.set_num_ports(2);
   mrc::api::CtlService svc(store, nullptr, false);
-  mrc::api::CtlSession priv{true, {}}, user{false, {}};
+  mrc::api::CtlSession priv{true, {}, {}}, user{false, {}, {}};
   const char* p = reinterpret_cast<const char*>(data);
   if (size > 0 && data[0] == 0) {
     CtlFrameReader r(1u << 20);

@@ -6,6 +6,7 @@
 // declared here, which takes the handle and returns 0 or a positive errno value.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "api/ctl_service.hpp"
 #include "mrc/mrc_ctl.h"
@@ -23,6 +24,13 @@ mrc_context* ctl_context_from(mrc_ctl_context* h);
 /// The handle of a context (a controller context's own, or the one on an application context's
 /// device); nullptr + errno when it has none.
 mrc_ctl_context* ctl_handle(mrc_context* ctx);
+
+/// Keeps the named profiles as they are now on the endpoint, for this handle (one saved set at a
+/// time; a new save replaces it). 0 or a positive errno.
+int ctl_save_profiles(mrc_ctl_context* h, const std::vector<std::uint64_t>& ev_fmt_ids,
+                      const std::vector<std::uint64_t>& ev_ids, const std::vector<std::uint64_t>& cc_ids);
+/// Puts the saved profiles back (restore = true) or drops them.
+int ctl_restore_profiles(mrc_ctl_context* h, bool restore);
 
 }  // namespace mrc::api
 

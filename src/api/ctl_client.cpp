@@ -90,33 +90,51 @@ mrc::api::EvBytes ev_bytes(const mrc_ctl_ev_t v) {
 
 const char* kAlgorithms[] = {"uet-1.0-nscc", nullptr};
 
-int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
-                    std::uint32_t mask, std::uint32_t* done) {
-  if (ctx == nullptr || a == nullptr || a->ev_op.entry_count < 0 || a->ev_fields_op.field_count < 0)
+/// A C enum member as the integer the caller stored (a value outside the enum must not be loaded
+/// through the enum type).
+template <class E>
+std::uint32_t raw_enum(const E& e) {
+  static_assert(sizeof(E) == sizeof(std::uint32_t));
+  std::uint32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+/// The request of an EV-profile call from the caller's attr; EINVAL (and why) for what cannot be
+/// decoded.
+int ev_request(mrc_ctl_context* ctx, const mrc_ctl_ev_profile_attr* a, std::uint32_t mask,
+               mrc::api::EvModify& m) {
+  m.mask = mask;
+  const std::uint32_t state = raw_enum(a->profile_state), ev_op = raw_enum(a->ev_op.op),
+                      fields_op = raw_enum(a->ev_fields_op.op);
+  if ((mask & MRC_CTL_EV_PROFILE_STATE) && state > MRC_CTL_PROFILE_ONLINE) {
+    ctx->last_error = "unknown profile state";
     return EINVAL;
-  mask &= ~static_cast<std::uint32_t>(MRC_CTL_EV_PROFILE_VENDOR_CFG);  // no vendor configuration here
-  json req{{"op", op},
-           {"id", id},
-           {"mask", mask},
-           {"state", static_cast<std::uint32_t>(a->profile_state)},
-           {"mode", static_cast<std::uint32_t>(a->ev_mode)},
-           {"fmt_id", a->ev_fmt_profile_id},
-           {"count", a->ev_count},
-           {"min_active", a->ev_min_active},
-           {"event_mask", a->ev_event_mask},
-           {"ev_op", static_cast<std::uint32_t>(a->ev_op.op)},
-           {"entries", json::array()},
-           {"capacity", 0},
-           {"fields_op", static_cast<std::uint32_t>(a->ev_fields_op.op)},
-           {"fields", json::array()},
-           {"fields_capacity", 0}};
-  const bool ev_op = mask & MRC_CTL_EV_PROFILE_EV_OP;
-  const bool fields_op = mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
-  if (ev_op) {
+  }
+  if ((mask & MRC_CTL_EV_PROFILE_EV_OP) && ev_op > MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
+    ctx->last_error = "unknown EV op";
+    return EINVAL;
+  }
+  if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && fields_op > MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS) {
+    ctx->last_error = "unknown EV fields op";
+    return EINVAL;
+  }
+  m.state =
+      (mask & MRC_CTL_EV_PROFILE_STATE) ? static_cast<mrc_ctl_profile_state>(state) : MRC_CTL_PROFILE_INIT;
+  m.mode = raw_enum(a->ev_mode);
+  m.fmt_id = a->ev_fmt_profile_id;
+  m.count = a->ev_count;
+  m.min_active = a->ev_min_active;
+  m.event_mask = static_cast<std::uint32_t>(a->ev_event_mask);
+  m.op = (mask & MRC_CTL_EV_PROFILE_EV_OP) ? static_cast<mrc_ctl_ev_op>(ev_op) : MRC_CTL_EV_OP_REPLACE_EV;
+  m.fields_op = (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) ? static_cast<mrc_ctl_ev_fields_op>(fields_op)
+                                                         : MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
+  if (mask & MRC_CTL_EV_PROFILE_EV_OP) {
     if (a->ev_op.entry_count > 0 && a->ev_op.entries == nullptr) return EINVAL;
-    if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
-      req["capacity"] = a->ev_op.entry_count;
+    if (m.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
+      m.query_capacity = static_cast<std::uint32_t>(a->ev_op.entry_count);
     } else {
+      m.entries.reserve(static_cast<std::size_t>(a->ev_op.entry_count));
       for (int i = 0; i < a->ev_op.entry_count; ++i) {
         const mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
         mrc::api::EvOpEntry o;
@@ -124,69 +142,64 @@ int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_
         o.port = e.ev.port;
         o.ev_new = ev_bytes(e.ev_new.val);
         o.port_new = e.ev_new.port;
-        o.state = e.state;
+        o.state = raw_enum(e.state);
         o.flags = e.flags;
-        req["entries"].push_back(mrc::api::to_json(o));
+        m.entries.push_back(o);
       }
     }
   }
-  if (fields_op) {
+  if (mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) {
     if (a->ev_fields_op.field_count > 0 && a->ev_fields_op.fields == nullptr) return EINVAL;
-    if (a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS) {
+    if (m.fields_op == MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS) {
       for (int i = 0; i < a->ev_fields_op.field_count; ++i) {
         const mrc_ctl_ev_field& f = a->ev_fields_op.fields[i];
-        req["fields"].push_back(
-            mrc::api::to_json(mrc::api::EvField{f.width, f.init_val, f.min_val, f.max_val, f.mask}));
+        m.fields.push_back(mrc::api::EvField{f.width, f.init_val, f.min_val, f.max_val, f.mask});
       }
     } else {
-      req["fields_capacity"] = a->ev_fields_op.field_count;
+      m.fields_capacity = static_cast<std::uint32_t>(a->ev_fields_op.field_count);
     }
   }
+  return 0;
+}
+
+/// The same request through the control socket: JSON there, the typed answer back.
+int ev_profile_json(mrc_ctl_context* ctx, bool modify, std::uint64_t id, const mrc::api::EvModify& m,
+                    mrc::api::EvProfileInfo& p, mrc::api::EvResult& r) {
+  json req{{"op", modify ? "modify_ev" : "query_ev"},
+           {"id", id},
+           {"mask", m.mask},
+           {"state", static_cast<std::uint32_t>(m.state)},
+           {"mode", m.mode},
+           {"fmt_id", m.fmt_id},
+           {"count", m.count},
+           {"min_active", m.min_active},
+           {"event_mask", m.event_mask},
+           {"ev_op", static_cast<std::uint32_t>(m.op)},
+           {"entries", json::array()},
+           {"capacity", m.query_capacity},
+           {"fields_op", static_cast<std::uint32_t>(m.fields_op)},
+           {"fields", json::array()},
+           {"fields_capacity", m.fields_capacity}};
+  for (const mrc::api::EvOpEntry& o : m.entries) req["entries"].push_back(mrc::api::to_json(o));
+  for (const mrc::api::EvField& f : m.fields) req["fields"].push_back(mrc::api::to_json(f));
   json rsp;
   const int rc = call(ctx, req, rsp);
+  if (!rsp.is_object()) return rc;
   try {
-    if (std::strcmp(op, "query_ev") == 0 && rc == 0) {
-      a->cur_profile_state = static_cast<mrc_ctl_profile_state>(rsp.at("state").get<std::uint32_t>());
-      if (mask & MRC_CTL_EV_PROFILE_STATE) a->profile_state = a->cur_profile_state;
-      if (mask & MRC_CTL_EV_PROFILE_MODE)
-        a->ev_mode = static_cast<mrc_ctl_ev_mode>(rsp.at("mode").get<std::uint32_t>());
-      if (mask & MRC_CTL_EV_PROFILE_FMT_ID) a->ev_fmt_profile_id = rsp.at("fmt_id").get<std::uint64_t>();
-      if (mask & MRC_CTL_EV_PROFILE_COUNT) a->ev_count = rsp.at("count").get<std::uint32_t>();
-      if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) a->ev_min_active = rsp.at("min_active").get<std::uint32_t>();
-      if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK)
-        a->ev_event_mask = static_cast<int>(rsp.at("event_mask").get<std::uint32_t>());
+    if (!modify && rc == 0) {
+      p.state = static_cast<mrc_ctl_profile_state>(rsp.at("state").get<std::uint32_t>());
+      p.mode = rsp.at("mode").get<std::uint32_t>();
+      p.fmt_id = rsp.at("fmt_id").get<std::uint64_t>();
+      p.count = rsp.at("count").get<std::uint32_t>();
+      p.min_active = rsp.at("min_active").get<std::uint32_t>();
+      p.event_mask = rsp.at("event_mask").get<std::uint32_t>();
     }
-    if (ev_op && rsp.contains("entries")) {
-      if (done != nullptr) *done = rsp.value("done", 0u);
-      if (rc == E2BIG) a->ev_op.entry_count = rsp.at("needed").get<int>();
-      const json& entries = rsp.at("entries");
-      const std::size_t room = static_cast<std::size_t>(a->ev_op.entry_count);
-      if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
-        if (rc == 0) a->ev_op.entry_count = static_cast<int>(entries.size());
-        for (std::size_t i = 0; i < entries.size() && i < room; ++i) {
-          const mrc::api::EvOpEntry o = mrc::api::entry_from_json(entries[i]);
-          mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
-          std::memcpy(e.ev.val, o.ev.data(), MRC_CTL_EV_MAX_BYTES);
-          e.ev.port = o.port;
-          e.state = static_cast<mrc_ctl_ev_state>(o.state);
-        }
-      } else if (a->ev_op.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
-        for (std::size_t i = 0; i < entries.size() && i < room; ++i)
-          a->ev_op.entries[i].state =
-              static_cast<mrc_ctl_ev_state>(entries[i].at("state").get<std::uint32_t>());
-      }
-    }
-    if (fields_op && a->ev_fields_op.op == MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS && rsp.contains("fields")) {
-      if (rc == E2BIG) a->ev_fields_op.field_count = rsp.at("needed").get<int>();
-      const json& fields = rsp.at("fields");
-      if (rc == 0) {
-        a->ev_fields_op.field_count = static_cast<int>(fields.size());
-        for (std::size_t i = 0; i < fields.size(); ++i) {
-          const mrc::api::EvField f = mrc::api::field_from_json(fields[i]);
-          a->ev_fields_op.fields[i] = mrc_ctl_ev_field{f.width, f.init_val, f.min_val, f.max_val, f.mask};
-        }
-      }
-    }
+    r.done = rsp.value("done", 0u);
+    r.needed = rsp.value("needed", 0u);
+    if (rsp.contains("entries"))
+      for (const json& e : rsp.at("entries")) r.entries.push_back(mrc::api::entry_from_json(e));
+    if (rsp.contains("fields"))
+      for (const json& f : rsp.at("fields")) r.fields.push_back(mrc::api::field_from_json(f));
   } catch (const std::exception& e) {
     ctx->last_error = std::string("bad response: ") + e.what();
     return EIO;
@@ -194,7 +207,78 @@ int ev_profile_call(mrc_ctl_context* ctx, const char* op, std::uint64_t id, mrc_
   return rc;
 }
 
+int ev_profile_call(mrc_ctl_context* ctx, bool modify, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
+                    std::uint32_t mask, std::uint32_t* done) {
+  if (ctx == nullptr || a == nullptr || a->ev_op.entry_count < 0 || a->ev_fields_op.field_count < 0)
+    return EINVAL;
+  mask &= ~static_cast<std::uint32_t>(MRC_CTL_EV_PROFILE_VENDOR_CFG);  // no vendor configuration here
+  mrc::api::EvModify m;
+  if (const int rc = ev_request(ctx, a, mask, m); rc != 0) return rc;
+  mrc::api::EvProfileInfo p;
+  mrc::api::EvResult r;
+  int rc;
+  if (ctx->service != nullptr) {
+    // In process: the service's own handler, no encoding (dispatch() decodes into the same call).
+    ctx->last_error.clear();
+    rc = ctx->service->ev_profile(ctx->session, modify, id, m, p, r, ctx->last_error);
+    if (rc == 0) ctx->last_error.clear();
+  } else {
+    rc = ev_profile_json(ctx, modify, id, m, p, r);  // a transport failure leaves p and r empty
+  }
+  if (!modify && rc == 0) {
+    a->cur_profile_state = p.state;
+    if (mask & MRC_CTL_EV_PROFILE_STATE) a->profile_state = p.state;
+    if (mask & MRC_CTL_EV_PROFILE_MODE) a->ev_mode = static_cast<mrc_ctl_ev_mode>(p.mode);
+    if (mask & MRC_CTL_EV_PROFILE_FMT_ID) a->ev_fmt_profile_id = p.fmt_id;
+    if (mask & MRC_CTL_EV_PROFILE_COUNT) a->ev_count = p.count;
+    if (mask & MRC_CTL_EV_PROFILE_MIN_ACTIVE) a->ev_min_active = p.min_active;
+    if (mask & MRC_CTL_EV_PROFILE_EVENT_MASK) a->ev_event_mask = static_cast<int>(p.event_mask);
+  }
+  if (mask & MRC_CTL_EV_PROFILE_EV_OP) {
+    if (done != nullptr) *done = r.done;
+    if (rc == E2BIG) a->ev_op.entry_count = static_cast<int>(r.needed);
+    const std::size_t room = static_cast<std::size_t>(a->ev_op.entry_count);
+    if (m.op == MRC_CTL_EV_OP_QUERY_EV_ARRAY) {
+      if (rc == 0) a->ev_op.entry_count = static_cast<int>(r.entries.size());
+      for (std::size_t i = 0; i < r.entries.size() && i < room; ++i) {
+        mrc_ctl_ev_op_entry& e = a->ev_op.entries[i];
+        std::memcpy(e.ev.val, r.entries[i].ev.data(), MRC_CTL_EV_MAX_BYTES);
+        e.ev.port = r.entries[i].port;
+        e.state = static_cast<mrc_ctl_ev_state>(r.entries[i].state);
+      }
+    } else if (m.op == MRC_CTL_EV_OP_QUERY_EV_STATE) {
+      for (std::size_t i = 0; i < r.entries.size() && i < room; ++i)
+        a->ev_op.entries[i].state = static_cast<mrc_ctl_ev_state>(r.entries[i].state);
+    }
+  }
+  if ((mask & MRC_CTL_EV_PROFILE_EV_FIELDS_OP) && m.fields_op == MRC_CTL_EV_FIELDS_OP_QUERY_FIELDS) {
+    if (rc == E2BIG) a->ev_fields_op.field_count = static_cast<int>(r.needed);
+    if (rc == 0) {
+      a->ev_fields_op.field_count = static_cast<int>(r.fields.size());
+      for (std::size_t i = 0; i < r.fields.size(); ++i) {
+        const mrc::api::EvField& f = r.fields[i];
+        a->ev_fields_op.fields[i] = mrc_ctl_ev_field{f.width, f.init_val, f.min_val, f.max_val, f.mask};
+      }
+    }
+  }
+  return rc;
+}
+
 }  // namespace
+
+int mrc::api::ctl_save_profiles(mrc_ctl_context* h, const std::vector<std::uint64_t>& ev_fmt_ids,
+                                const std::vector<std::uint64_t>& ev_ids,
+                                const std::vector<std::uint64_t>& cc_ids) {
+  if (h == nullptr) return EINVAL;
+  json rsp;
+  return call(h, json{{"op", "save_profiles"}, {"ev_fmt", ev_fmt_ids}, {"ev", ev_ids}, {"cc", cc_ids}}, rsp);
+}
+
+int mrc::api::ctl_restore_profiles(mrc_ctl_context* h, bool restore) {
+  if (h == nullptr) return EINVAL;
+  json rsp;
+  return call(h, json{{"op", restore ? "restore_profiles" : "forget_profiles"}}, rsp);
+}
 
 mrc_ctl_context* mrc::api::ctl_open_embedded(CtlService& service, bool privileged) {
   auto* ctx = new mrc_ctl_context;
@@ -461,7 +545,7 @@ int mrc_ctl_query_ev_fmt_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_f
 int mrc_ctl_modify_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
                               uint32_t attr_mask, uint32_t* done) {
   if (attr != nullptr && (attr_mask & MRC_CTL_EV_PROFILE_CUR_STATE)) return EINVAL;
-  return ev_profile_call(ctx, "modify_ev", id, attr, attr_mask, done);
+  return ev_profile_call(ctx, true, id, attr, attr_mask, done);
 }
 
 int mrc_ctl_query_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profile_attr* attr,
@@ -469,7 +553,7 @@ int mrc_ctl_query_ev_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_ev_profi
   if (attr != nullptr && (attr_mask & MRC_CTL_EV_PROFILE_EV_OP) &&
       attr->ev_op.op != MRC_CTL_EV_OP_QUERY_EV_STATE && attr->ev_op.op != MRC_CTL_EV_OP_QUERY_EV_ARRAY)
     return EINVAL;
-  return ev_profile_call(ctx, "query_ev", id, attr, attr_mask, nullptr);
+  return ev_profile_call(ctx, false, id, attr, attr_mask, nullptr);
 }
 
 int mrc_ctl_modify_cc_profile(mrc_ctl_context* ctx, uint64_t id, mrc_ctl_cc_profile_attr* attr,

@@ -54,6 +54,8 @@ mrc_ctl_profile_state json_state(const json& in, bool used) {
   return json_enum(in, "state", MRC_CTL_PROFILE_ONLINE, used, MRC_CTL_PROFILE_INIT, "unknown profile state");
 }
 
+constexpr const char* kNotPrivileged = "this handle is not privileged (needs uid 0 or CAP_NET_ADMIN)";
+
 /// Caps what a reply repeats of a request (an unknown op, a parse error quoting the input).
 std::string clip(std::string s, std::size_t n = 256) {
   if (s.size() > n) s.replace(n, std::string::npos, "...");
@@ -319,6 +321,30 @@ int CtlService::ep_batch(Request& q) {
   return 0;
 }
 
+int CtlService::modify_ev(std::uint64_t id, const EvModify& m, EvResult& r, std::string& why) {
+  int rc = store_.modify_ev(id, m, r, why);
+  if (rc == 0) rc = load_srv6_paths(why);  // before any QP can take the new EVs
+  if (!r.deny.empty() && udp_ != nullptr) {
+    // Live QPs follow the controller's deny / allow at once.
+    udp_->execute([&](engine::Endpoint& ep) {
+      for (const std::uint32_t qpn : ep.qpns())
+        if (engine::Qp* qp = ep.qp(qpn))
+          for (const auto& [ev, denied] : r.deny)
+            qp->evs().set_denied(ev.value, ev.port, denied, io::UdpEndpoint::now());
+    });
+  }
+  return rc;
+}
+
+int CtlService::ev_profile(CtlSession& s, bool modify, std::uint64_t id, const EvModify& m,
+                           EvProfileInfo& out, EvResult& r, std::string& why) {
+  if (modify && !s.privileged) {
+    why = kNotPrivileged;
+    return EPERM;
+  }
+  return modify ? modify_ev(id, m, r, why) : store_.query_ev(id, m, out, r, why);
+}
+
 std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
   json out = json::object();
   std::string why;
@@ -333,7 +359,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
                                     [&](const char* n) { return op == n; }) != std::end(kQueries);
     const bool needs_udp = op == "query_port" || op == "modify_port" || op == "ep_batch" || op == "counters";
     if (!query && !s.privileged) {
-      why = "this handle is not privileged (needs uid 0 or CAP_NET_ADMIN)";
+      why = kNotPrivileged;
       rc = EPERM;
     } else if (needs_udp && udp_ == nullptr) {
       why = "no endpoint behind this controller";
@@ -412,17 +438,7 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       EvResult r;
       const std::uint64_t id = json_get<std::uint64_t>(in, "id");
       if (op == "modify_ev") {
-        rc = store_.modify_ev(id, m, r, why);
-        if (rc == 0) rc = load_srv6_paths(why);  // before any QP can take the new EVs
-        if (!r.deny.empty() && udp_ != nullptr) {
-          // Live QPs follow the controller's deny / allow at once.
-          udp_->execute([&](engine::Endpoint& ep) {
-            for (const std::uint32_t qpn : ep.qpns())
-              if (engine::Qp* qp = ep.qp(qpn))
-                for (const auto& [ev, denied] : r.deny)
-                  qp->evs().set_denied(ev.value, ev.port, denied, io::UdpEndpoint::now());
-          });
-        }
+        rc = modify_ev(id, m, r, why);
       } else {
         EvProfileInfo p;
         rc = store_.query_ev(id, m, p, r, why);
@@ -509,6 +525,28 @@ std::string CtlService::dispatch(CtlSession& s, const std::string& request) {
       out["ev"] = store_.ev_ids();
       out["cc"] = store_.cc_ids();
       rc = 0;
+    } else if (op == "save_profiles") {
+      // All-or-nothing profile files (`mrc ctl apply`): the profiles a file names, kept for this
+      // session until restored or dropped.
+      const auto ids = [&](const char* k) {
+        std::vector<std::uint64_t> v;
+        for (const json& x : json_array(in, k)) {
+          if (!x.is_number_unsigned())
+            throw std::invalid_argument(std::string(k) + ": profile IDs are unsigned");
+          v.push_back(x.get<std::uint64_t>());
+        }
+        return v;
+      };
+      s.saved = store_.save(ids("ev_fmt"), ids("ev"), ids("cc"));
+      rc = 0;
+    } else if (op == "restore_profiles" || op == "forget_profiles") {
+      if (!s.saved) {
+        why = "no saved profiles";
+        rc = EINVAL;
+      } else {
+        rc = op == "restore_profiles" ? store_.restore(*s.saved, why) : 0;
+        s.saved.reset();
+      }
     } else if (op == "ep_batch") {
       rc = ep_batch(q);
     } else if (op == "counters") {

@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ namespace mrc::api {
 /// One controller connection (or in-process handle).
 struct CtlSession {
   bool privileged = false;
-  std::vector<std::uint64_t> cqs;  ///< EV event CQs it created (destroyed with it)
+  std::vector<std::uint64_t> cqs;                       ///< EV event CQs it created (destroyed with it)
+  std::shared_ptr<const ProfileStore::Snapshot> saved;  ///< "save_profiles", for "restore_profiles"
 };
 
 /// uid 0 or CAP_NET_ADMIN in the effective set of process `pid` (0 = this process).
@@ -49,6 +51,11 @@ class CtlService {
   /// parse limits of ctl_proto.hpp, of the wrong shape or types, an unknown op, a missing field, a
   /// number out of its field's range) gets EINVAL and the reason in "why".
   std::string dispatch(CtlSession& s, const std::string& request);
+  /// modify_ev / query_ev without the request encoding, for an in-process handle (what dispatch()
+  /// does after decoding): one REPLACE_EV call per EV then costs no JSON round trip (OCP's
+  /// walkthrough programs an EV array that way). `out`: the profile's attributes (query).
+  int ev_profile(CtlSession& s, bool modify, std::uint64_t id, const EvModify& m, EvProfileInfo& out,
+                 EvResult& r, std::string& why);
   /// Releases what the session owned.
   void end_session(CtlSession& s);
   /// EV state changes and EV probe answers from the engine (any thread).
@@ -75,6 +82,7 @@ class CtlService {
   struct Request;
 
   void pump();
+  int modify_ev(std::uint64_t id, const EvModify& m, EvResult& r, std::string& why);
   void on_store_event(const EvEventRecord& r);
   /// The endpoint peer for a probe to `gid` on 0-based `plane` (-1: any plane, port-status
   /// updates): the one the endpoint attributes that address's packets to, else a new stand-in.

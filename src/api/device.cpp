@@ -5,12 +5,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <random>
 #include <string_view>
 
 #include "api/ctl.hpp"
+#include "api/ctl_discovery.hpp"
 #include "api/objects.hpp"
 #include "api/verbs.hpp"
 
@@ -239,31 +241,36 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
     if (errno == 0) errno = EINVAL;
     return nullptr;
   }
-  if (!dev->ctl_socket.empty()) {
-    // The controller API's server; engine events reach it through ctl_event_sink.
-    mrc_device* d = dev.get();
+  const char* dev_name = listed != nullptr ? listed->name : config->name != nullptr ? config->name : "mrc_sw";
+  const auto port_hooks = [d = dev.get()] {
     mrc::api::CtlHooks hooks;
     hooks.port_changed = [d](std::uint8_t port, bool up) {
       std::lock_guard<std::mutex> lk(d->mu);
       if (d->ctx != nullptr) mrc::api::post_port_event(*d->ctx, port, up);
     };
+    return hooks;
+  };
+  if (!dev->ctl_socket.empty()) {
+    // The controller API's server; engine events reach it through ctl_event_sink.
     errno = 0;
-    dev->ctl =
-        mrc::api::start_ctl_server(*dev->ue, dev->profiles, dev->ctl_socket, err, false, std::move(hooks));
+    dev->ctl = mrc::api::start_ctl_server(*dev->ue, dev->profiles, dev->ctl_socket, err, false, port_hooks());
     if (!dev->ctl) {
       if (errno == 0) errno = EINVAL;
       return nullptr;
     }
+  } else {
+    // Otherwise at its discovery path (D46), unless MRC_CTL_DIR=none. A device that cannot serve
+    // one still works; the controller then only reaches it from inside the process.
+    dev->ctl = mrc::api::serve_ctl(*dev->ue, dev->profiles, dev_name, err, false, port_hooks());
+    if (!dev->ctl && !err.empty())
+      std::fprintf(stderr, "libmrc: %s: no control socket: %s\n", dev_name, err.c_str());
+  }
+  if (dev->ctl) {
+    dev->ctl_socket = dev->ctl->path();
     dev->ctl_event_sink = [s = dev->ctl.get()](const mrc::engine::Event& e) { s->on_engine_event(e); };
   } else {
-    mrc_device* d = dev.get();
-    mrc::api::CtlHooks hooks;
-    hooks.port_changed = [d](std::uint8_t port, bool up) {
-      std::lock_guard<std::mutex> lk(d->mu);
-      if (d->ctx != nullptr) mrc::api::post_port_event(*d->ctx, port, up);
-    };
     dev->own_service =
-        std::make_unique<mrc::api::CtlService>(dev->profiles, dev->ue.get(), false, std::move(hooks));
+        std::make_unique<mrc::api::CtlService>(dev->profiles, dev->ue.get(), false, port_hooks());
     dev->ctl_event_sink = [s = dev->own_service.get()](const mrc::engine::Event& e) {
       s->on_engine_event(e);
     };
@@ -273,9 +280,8 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
   if (listed == nullptr) {
     dev->ibdev.node_type = IBV_NODE_CA;
     dev->ibdev.transport_type = IBV_TRANSPORT_IB;
-    const char* name = config->name != nullptr ? config->name : "mrc_sw";
-    std::snprintf(dev->ibdev.name, sizeof dev->ibdev.name, "%s", name);
-    std::snprintf(dev->ibdev.dev_name, sizeof dev->ibdev.dev_name, "%s", name);
+    std::snprintf(dev->ibdev.name, sizeof dev->ibdev.name, "%s", dev_name);
+    std::snprintf(dev->ibdev.dev_name, sizeof dev->ibdev.dev_name, "%s", dev_name);
     listed = &dev->ibdev;
   }
   mrc::api::init_verbs_context(dev->vctx, listed);

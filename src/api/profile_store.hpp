@@ -15,9 +15,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "api/ev_expand.hpp"
@@ -203,6 +207,16 @@ class ProfileStore {
   /// if new: EV probes may name any path). 0, or EINVAL with `why` when the endpoint cannot send it.
   int engine_value(std::uint32_t mode, const EvBytes& expanded, std::uint32_t& out, std::string& why);
 
+  /// The named profiles as they are now (an ID with no profile is saved as absent), for restore():
+  /// what makes `mrc ctl apply` all or nothing.
+  struct Snapshot;
+  std::shared_ptr<const Snapshot> save(const std::vector<std::uint64_t>& fmt_ids,
+                                       const std::vector<std::uint64_t>& ev_ids,
+                                       const std::vector<std::uint64_t>& cc_ids) const;
+  /// Puts the saved profiles back as they were (one saved as absent is removed). A profile that QPs
+  /// use now is left as it is and named in `why` (EBUSY); the others are still restored.
+  int restore(const Snapshot& saved, std::string& why);
+
   /// NSCC settings checked and converted (shared with the TOML loader): "" or the error.
   static std::string nscc_from_ctl(const mrc_ctl_cc_nscc_cfg& in, cc::NsccConfig& out);
   static mrc_ctl_cc_nscc_cfg nscc_to_ctl(const cc::NsccConfig& in);
@@ -216,11 +230,37 @@ class ProfileStore {
   static std::string low_sport_warning(std::uint32_t fmt_mode, std::span<const EvBytes> expanded);
 
  private:
+  /// Where each (raw EV, port) is in a profile's array, so an EV op finds its entry without
+  /// scanning (OCP's walkthrough fills 65,536 entries one REPLACE_EV "first unpopulated" call
+  /// each). Indices per key are kept in descending order: the first occurrence is at the back.
+  /// Built on first use from the entries; a copy starts empty and invalid, so a modify that edits
+  /// a copy of the profile never carries a stale index back.
+  struct EvKeyHash {
+    std::size_t operator()(const std::pair<EvBytes, std::uint8_t>& k) const noexcept;
+  };
+  struct EvIndex {
+    std::unordered_map<std::pair<EvBytes, std::uint8_t>, std::vector<std::uint32_t>, EvKeyHash> at;
+    bool valid = false;
+    EvIndex() = default;
+    EvIndex(const EvIndex&) {}
+    EvIndex& operator=(const EvIndex&) {
+      at.clear();
+      valid = false;
+      return *this;
+    }
+    EvIndex(EvIndex&&) = default;
+    EvIndex& operator=(EvIndex&&) = default;
+  };
   struct EvProfile : EvProfileInfo {
     bool fmt_set = false, count_set = false, fields_set = false, min_active_set = false,
          event_mask_set = false;
     std::vector<std::pair<EvBytes, std::uint8_t>> denied;  ///< GEN: expanded EVs skipped on regeneration
+    EvIndex index;
   };
+  static void build_index(EvProfile& p);
+  /// The entries holding (raw, port), first occurrence at the back; null when none does.
+  static const std::vector<std::uint32_t>* find_entries(const EvProfile& p, const EvBytes& raw,
+                                                        std::uint8_t port);
   int apply_ev_op(std::uint64_t id, EvProfile& p, const EvModify& m, EvResult& r, std::string& why);
   int query_ev_op(const EvProfile& p, const EvModify& m, EvResult& r, std::string& why) const;
   std::string check_ev_config(const EvProfile& p) const;

@@ -5,12 +5,15 @@
 // and, where there is one, the line of the value at fault (or of its table when a key is missing).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "mrc/mrc_ctl.h"
+
+struct mrc_ctl_context;
 
 namespace mrc::api {
 
@@ -78,5 +81,20 @@ ProfileFile parse_profiles(const std::string& text, const std::string& name);
 /// Reads a profile file (no such file, a directory, not a regular file, permission denied, ... are
 /// named as such) and checks it.
 ProfileFile load_profiles(const std::string& path);
+
+/// What apply_profiles did: rc 0, or the first refusal (an errno value) and its message
+/// ("file:line: what: why", ending in "(nothing was changed)" once the file is rolled back).
+struct ApplyResult {
+  int rc = 0;
+  std::string message;
+};
+
+/// Applies a checked file through a controller handle, all or nothing: the profiles it names are
+/// saved first (ctl_save_profiles), each is torn down to INIT and defined from the file (formats,
+/// then EV profiles, then CC profiles, each brought ONLINE), and on the first refusal every one is
+/// put back as it was. `ev_online` (optional) is called after each EV profile goes ONLINE. The one
+/// implementation of a profile file's calls: `mrc ctl apply` and fuzz/fuzz_profile.cpp use it.
+ApplyResult apply_profiles(mrc_ctl_context* c, const ProfileFile& f,
+                           const std::function<void(const EvDef&)>& ev_online = {});
 
 }  // namespace mrc::api

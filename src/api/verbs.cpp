@@ -227,7 +227,12 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_po
   if (out == nullptr || port_num == 0 || port_num > d->ue->num_planes()) return EINVAL;
   // The compat struct is ibv_port_attr up to link_layer; the caller cleared the rest.
   auto* a = reinterpret_cast<ibv_port_attr*>(out);
-  a->state = IBV_PORT_ACTIVE;
+  // The plane as the endpoint uses it: down when its link is (netlink watch) or a controller
+  // disabled it (mrc_ctl_modify_port).
+  std::uint32_t up = 0;
+  d->ue->execute([&](mrc::engine::Endpoint& ep) { up = ep.port_mask(); });
+  const bool active = (up >> (port_num - 1)) & 1u;
+  a->state = active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   a->max_mtu = IBV_MTU_4096;
   a->active_mtu = IBV_MTU_4096;
   a->gid_tbl_len = kGidTableLen;
@@ -238,9 +243,9 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_po
   a->sm_lid = 0;
   a->lmc = 0;
   a->max_vl_num = 1;
-  a->active_width = 1;   // 1X
-  a->active_speed = 32;  // EDR-class lane; a software endpoint reaches far less (docs/perf.md)
-  a->phys_state = 5;     // LinkUp
+  a->active_width = 1;             // 1X
+  a->active_speed = 32;            // EDR-class lane; a software endpoint reaches far less (docs/perf.md)
+  a->phys_state = active ? 5 : 3;  // LinkUp : Disabled
   a->link_layer = IBV_LINK_LAYER_ETHERNET;
   return 0;
 }

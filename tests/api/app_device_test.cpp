@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "api/app_harness.hpp"
+#include "mrc/mrc_ctl.h"
 
 using namespace mrc_app_test;
 
@@ -141,6 +142,20 @@ TEST(AppDevice, QueryDeviceAndGid) {
   EXPECT_EQ(g3.global.interface_id, 0u);
   EXPECT_EQ(ibv_query_gid(d, 1, 4, &g), -1);
   ibv_port_attr pa{};
+  ASSERT_EQ(ibv_query_port(d, 2, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(pa.phys_state, 5);  // LinkUp
+  // A port a controller disables is reported down, and active again once enabled.
+  mrc_ctl_port_attr admin{};
+  admin.port_admin_state = MRC_CTL_PORT_ADMIN_DISABLED;
+  ASSERT_EQ(mrc_ctl_modify_port(ctx, 2, &admin, MRC_CTL_PORT_ADMIN_STATE), 0) << mrc_ctl_last_error(ctx);
+  ASSERT_EQ(ibv_query_port(d, 2, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_DOWN);
+  EXPECT_EQ(pa.phys_state, 3);  // Disabled
+  ASSERT_EQ(ibv_query_port(d, 1, &pa), 0);
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);  // the other plane is untouched
+  admin.port_admin_state = MRC_CTL_PORT_ADMIN_ENABLED;
+  ASSERT_EQ(mrc_ctl_modify_port(ctx, 2, &admin, MRC_CTL_PORT_ADMIN_STATE), 0) << mrc_ctl_last_error(ctx);
   ASSERT_EQ(ibv_query_port(d, 2, &pa), 0);
   EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
   EXPECT_EQ(pa.gid_tbl_len, 4);

@@ -91,7 +91,7 @@ TEST(CtlProbe, RoundTripBetweenTwoLoopbackEndpointsHasPositiveRtt) {
   bad = probe(12, "127.71.1.2", 1, 5);
   EXPECT_EQ(mrc_ctl_ep_batch_send_wait(t.ctx, 64, MRC_CTL_EP_OP_EV_PROBE, &bad, 1, kLong, rsp, &n), EINVAL)
       << "req_tc is a DSCP";
-  api::CtlSession s{true, {}};
+  api::CtlSession s{true, {}, {}};
   const auto unknown = nlohmann::json::parse(
       t.svc->dispatch(s, R"({"op":"ep_batch","tc":0,"op_type":7,"timeout":1,"reqs":[]})"));
   EXPECT_EQ(unknown.at("rc").get<int>(), ENOTSUP);

@@ -533,7 +533,7 @@ TEST(CtlEvents, AssumedBadFromTheEngineReachesProfilesThatAskForIt) {
 
 TEST(CtlProtocol, MalformedRequestsAreEinvalNeverACrash) {
   Ctl t;
-  api::CtlSession s{true, {}};
+  api::CtlSession s{true, {}, {}};
   for (const char* bad : {"", "{", "[]", "{\"op\":5}", "{\"op\":\"nope\"}", "{\"op\":\"modify_ev\"}",
                           "{\"op\":\"modify_ev_fmt\",\"id\":1,\"mask\":\"x\"}",
                           "{\"op\":\"poll_cq\",\"cq\":1,\"n\":1}", "{\"op\":\"query_port\",\"port\":1}"}) {

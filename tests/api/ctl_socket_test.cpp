@@ -177,7 +177,7 @@ TEST(CtlSocketAttack, NonUtf8AndGarbageGetAnErrorAndTheProcessSurvives) {
 
 TEST(CtlSocketAttack, NumbersAreRangeCheckedNotWrapped) {
   Ctl t;
-  api::CtlSession s{true, {}};
+  api::CtlSession s{true, {}, {}};
   online_fmt(t.ctx, 13);
   ASSERT_EQ(ev_offline(t.ctx, 1, MRC_CTL_EV_MODE_EXP, 13, 2, full16x2()), 0) << mrc_ctl_last_error(t.ctx);
   // An entry whose port_new does not fit a byte (257) used to become port 1 and be accepted.

@@ -74,7 +74,7 @@ mrc_cli_test(NAME ctl_cfg_bad_ev EXIT 2 MATCH "ctl_bad_ev.toml:14: 'ev' \"9G42\"
              ARGS ctl --offline apply ${ctl_fx}/ctl_bad_ev.toml)
 mrc_cli_test(NAME ctl_cfg_nan EXIT 2 MATCH "ctl_nan.toml:5: 'gamma' must be a finite number, not nan"
              ARGS ctl --offline apply ${ctl_fx}/ctl_nan.toml)
-mrc_cli_test(NAME ctl_cfg_cc_range EXIT 2 MATCH "ctl_cc_range.toml:6: CC profile 5: gamma must be in \\(0, 1.$"
+mrc_cli_test(NAME ctl_cfg_cc_range EXIT 2 MATCH "ctl_cc_range.toml:6: CC profile 5: gamma must be in \\(0, 1. \\(nothing was changed\\)$"
              ARGS ctl --offline apply ${ctl_fx}/ctl_cc_range.toml)
 mrc_cli_test(NAME ctl_cfg_cc_none_settings EXIT 2
              MATCH "ctl_cc_none_settings.toml:5: 'base_rtt' needs algorithm = \"uet-1.0-nscc\""
@@ -82,9 +82,9 @@ mrc_cli_test(NAME ctl_cfg_cc_none_settings EXIT 2
 mrc_cli_test(NAME ctl_cfg_auto_extra EXIT 2 MATCH "ctl_auto_fields.toml:5: 'format' does not go with mode = \"auto\""
              ARGS ctl --offline apply ${ctl_fx}/ctl_auto_fields.toml)
 mrc_cli_test(NAME ctl_cfg_no_format EXIT 2
-             MATCH "ctl_no_format.toml:5: EV profile 1: EV format profile 99 does not exist$"
+             MATCH "ctl_no_format.toml:5: EV profile 1: EV format profile 99 does not exist \\(nothing was changed\\)$"
              ARGS ctl --offline apply ${ctl_fx}/ctl_no_format.toml)
-mrc_cli_test(NAME ctl_cfg_deny_unknown EXIT 2 MATCH "ctl_deny_unknown.toml:15: EV profile 1: deny: EV not in the profile$"
+mrc_cli_test(NAME ctl_cfg_deny_unknown EXIT 2 MATCH "ctl_deny_unknown.toml:15: EV profile 1: deny: EV not in the profile \\(nothing was changed\\)$"
              ARGS ctl --offline apply ${ctl_fx}/ctl_deny_unknown.toml)
 mrc_cli_test(NAME ctl_cfg_min_active EXIT 2 MATCH "ctl_min_active.toml:11: EV profile 1: ev_min_active is above ev_count"
              ARGS ctl --offline apply ${ctl_fx}/ctl_min_active.toml)
@@ -92,7 +92,7 @@ mrc_cli_test(NAME ctl_cfg_fmt_width EXIT 2
              MATCH "ctl_fmt_width.toml:5: EV format 13: format fields total 33 bits; this mode holds 32$"
              ARGS ctl --offline apply ${ctl_fx}/ctl_fmt_width.toml)
 mrc_cli_test(NAME ctl_cfg_rule_line EXIT 2
-             MATCH "ctl_bad_rule.toml:10: EV profile 1: field 0: wider than its format field$"
+             MATCH "ctl_bad_rule.toml:10: EV profile 1: field 0: wider than its format field \\(nothing was changed\\)$"
              ARGS ctl --offline apply ${ctl_fx}/ctl_bad_rule.toml)
 mrc_cli_test(NAME ctl_cfg_syntax EXIT 2 MATCH "ctl_bad_syntax.toml:3: not TOML: "
              ARGS ctl --offline apply ${ctl_fx}/ctl_bad_syntax.toml)
@@ -139,6 +139,12 @@ mrc_cli_test(NAME ctl_deny_unknown_ev EXIT 2 MATCH "deny: EV 9c410001 on port 2 
 mrc_cli_test(NAME ctl_deny_ok EXIT 0 MATCH "^EV profile 1: EV 9c410001 on port 1 DENIED$"
              ARGS ctl --offline --config ${ctl_example} deny 1 9C410001 1)
 mrc_cli_test(NAME ctl_no_socket EXIT 2 MATCH "no control socket: give --socket PATH" ARGS ctl show)
+# An empty runtime directory of its own: other tests' endpoints must not be found (D46).
+set_tests_properties(cli_ctl_no_socket PROPERTIES ENVIRONMENT "MRC_CTL_DIR=${CMAKE_CURRENT_BINARY_DIR}/ctl_dir_empty")
+mrc_cli_test(NAME ctl_list_off EXIT 2 MATCH "list: MRC_CTL_DIR=none" ARGS ctl list)
+set_tests_properties(cli_ctl_list_off PROPERTIES ENVIRONMENT "MRC_CTL_DIR=none")
+mrc_cli_test(NAME ctl_pid_unknown EXIT 2 MATCH "no control socket of process 4194304 in .*mrc ctl list"
+             ARGS ctl --pid 4194304 show)
 mrc_cli_test(NAME ctl_socket_missing EXIT 2 MATCH "--socket /nonexistent/ctl.sock: no such file"
              ARGS ctl --socket /nonexistent/ctl.sock show)
 mrc_cli_test(NAME ctl_socket_dir EXIT 2 MATCH "--socket ${PROJECT_SOURCE_DIR}/config: is a directory, not a control socket"

@@ -1,7 +1,9 @@
 // `mrc ctl`: the MRC controller (mrc_ctl.h) on the command line, talking to an endpoint's control
-// socket (--socket PATH, default $MRC_CTL_SOCKET), or with --offline to an in-process profile
+// socket (--socket PATH, default $MRC_CTL_SOCKET, else --pid PID or the only endpoint `mrc ctl list`
+// shows), or with --offline to an in-process profile
 // store that only validates and expands.
 //
+//   mrc ctl list [--json]                  the endpoint processes serving a control socket (D46)
 //   mrc ctl apply FILE                     EV-format, EV and CC profiles from one TOML file
 //   mrc ctl show [--json]                  profiles, EV states per port, port counters
 //   mrc ctl evs PROFILE                    each EV in wire form (UDP sport, flow label, SRv6 DA/SRH)
@@ -17,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -34,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "api/ctl_discovery.hpp"
 #include "api/ctl_proto.hpp"
 #include "api/ev_expand.hpp"
 #include "api/profile_toml.hpp"
@@ -45,6 +49,8 @@ namespace {
 
 struct CtlOptions {
   std::string socket;
+  long pid = 0;
+  std::string device;
   bool offline = false;
   std::uint32_t ports = 1;
   std::string config;  ///< applied first (offline)
@@ -60,6 +66,7 @@ struct CtlOptions {
   std::string fmt_mode = "stev";
 };
 CtlOptions g_ctl;
+CLI::App* g_list = nullptr;
 CLI::App* g_apply = nullptr;
 CLI::App* g_show = nullptr;
 CLI::App* g_evs = nullptr;
@@ -128,20 +135,6 @@ ConfigFile load_config(const std::string& path) {
   }
 }
 
-/// The line a store error is about: "field N: ..." is that field, "entry N: ..." that EV or deny
-/// entry; otherwise the first of `keys` whose name the message uses and the entry has.
-std::uint32_t blame(const EvDef& d, const std::string& why,
-                    std::initializer_list<std::pair<const char*, const char*>> keys) {
-  if (why.rfind("field ", 0) == 0 && why.size() > 6 && std::isdigit(static_cast<unsigned char>(why[6]))) {
-    const std::size_t i = std::strtoul(why.c_str() + 6, nullptr, 10);
-    if (d.at.keys.count("fields") != 0 && i < d.field_lines.size()) return d.field_lines[i];
-  }
-  for (const auto& [word, key] : keys)
-    if (why.find(word) != std::string::npos)
-      if (d.at.keys.count(key) != 0) return d.at.key(key);
-  return d.at.line;
-}
-
 /// "entry N: rest" -> N and "rest" (REPLACE_EV / MODIFY_EV_STATE failures).
 bool entry_index(const std::string& why, std::size_t& i, std::string& rest) {
   if (why.rfind("entry ", 0) != 0) return false;
@@ -152,163 +145,20 @@ bool entry_index(const std::string& why, std::size_t& i, std::string& rest) {
   return true;
 }
 
-/// Moves an existing profile back to INIT so the file defines it from scratch.
-template <typename Attr, typename Modify, typename Query>
-void reset_profile(mrc_ctl_context* c, std::uint64_t id, Modify modify, Query query,
-                   const std::string& what) {
-  Attr a{};
-  if (query(c, id, &a, 1u << 1) != 0) return;  // CUR_STATE; ENOENT: nothing to reset
-  if (a.cur_profile_state == MRC_CTL_PROFILE_ONLINE) {
-    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-    check(c, modify(c, id, &a, 1u << 0), what + " to OFFLINE");
-  }
-  if (a.cur_profile_state != MRC_CTL_PROFILE_INIT) {
-    a.profile_state = MRC_CTL_PROFILE_INIT;
-    check(c, modify(c, id, &a, 1u << 0), what + " to INIT");
-  }
-}
-
 std::string sport_warning(mrc_ctl_context* c, std::uint64_t id);
 
+/// Applies a file all or nothing (api::apply_profiles); warns about low source ports once it is in.
 void apply_config(mrc_ctl_context* c, const ConfigFile& f) {
-  // A store refusal, at the line it is about.
-  const auto refused = [&](int rc, std::uint32_t line, const std::string& what) {
-    if (rc != 0) throw CtlError(f.at(line) + ": " + what + ": " + why_text(c, rc), exit_code_of(rc));
-  };
-  // Tear down what the file redefines: EV profiles first (their formats are busy while ONLINE).
-  // The handle overloads of api/ctl.hpp (0 or an errno value).
-  const auto ev_modify = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
-                            std::uint32_t m) { return mrc_ctl_modify_ev_profile(h, id, a, m); };
-  const auto ev_query = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_profile_attr* a,
-                           std::uint32_t m) { return mrc_ctl_query_ev_profile(h, id, a, m); };
-  const auto fmt_modify = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_fmt_profile_attr* a,
-                             std::uint32_t m) { return mrc_ctl_modify_ev_fmt_profile(h, id, a, m); };
-  const auto fmt_query = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_ev_fmt_profile_attr* a,
-                            std::uint32_t m) { return mrc_ctl_query_ev_fmt_profile(h, id, a, m); };
-  const auto cc_modify = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_cc_profile_attr* a,
-                            std::uint32_t m) { return mrc_ctl_modify_cc_profile(h, id, a, m); };
-  const auto cc_query = [](mrc_ctl_context* h, std::uint64_t id, mrc_ctl_cc_profile_attr* a,
-                           std::uint32_t m) { return mrc_ctl_query_cc_profile(h, id, a, m); };
-  for (const EvDef& d : f.evps)
-    reset_profile<mrc_ctl_ev_profile_attr>(c, d.id, ev_modify, ev_query,
-                                           f.at(d.at.line) + ": EV profile " + std::to_string(d.id));
-  for (const FmtDef& d : f.fmts)
-    reset_profile<mrc_ctl_ev_fmt_profile_attr>(c, d.id, fmt_modify, fmt_query,
-                                               f.at(d.at.line) + ": EV format " + std::to_string(d.id));
-  for (const CcDef& d : f.ccs)
-    reset_profile<mrc_ctl_cc_profile_attr>(c, d.id, cc_modify, cc_query,
-                                           f.at(d.at.line) + ": CC profile " + std::to_string(d.id));
-
-  for (const FmtDef& d : f.fmts) {
-    const std::string what = "EV format " + std::to_string(d.id);
-    std::vector<mrc_ctl_ev_fmt_field> widths = d.widths;
-    mrc_ctl_ev_fmt_profile_attr a{};
-    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-    a.ev_fmt_mode = d.mode;
-    refused(mrc_ctl_modify_ev_fmt_profile(c, d.id, &a,
-                                          MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE),
-            d.at.key("mode"), what);
-    a.profile_state = MRC_CTL_PROFILE_ONLINE;
-    a.ev_fmt_op.fmt_fields = widths.data();
-    a.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
-    a.ev_fmt_op.fmt_field_count = static_cast<int>(widths.size());
-    refused(
-        mrc_ctl_modify_ev_fmt_profile(c, d.id, &a, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_OP),
-        d.at.key("widths"), what);
-  }
-
-  for (const EvDef& d : f.evps) {
-    const std::string what = "EV profile " + std::to_string(d.id);
-    const auto store_why = [&] { return why_text(c, EINVAL); };
-    std::vector<mrc_ctl_ev_field> fields = d.fields;
-    mrc_ctl_ev_profile_attr a{};
-    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-    a.ev_mode = d.mode;
-    std::uint32_t mask = MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE;
-    if (d.mode != MRC_CTL_EV_MODE_AUTO) {
-      a.ev_fmt_profile_id = d.fmt_id;
-      a.ev_count = d.count;
-      a.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
-      a.ev_fields_op.fields = fields.data();
-      a.ev_fields_op.field_count = static_cast<std::uint32_t>(fields.size());
-      mask |= MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_EV_FIELDS_OP;
+  std::vector<std::string> warnings;
+  const api::ApplyResult r = api::apply_profiles(c, f, [&](const EvDef& d) {
+    if (d.mode == MRC_CTL_EV_MODE_AUTO) return;
+    if (const std::string w = sport_warning(c, d.id); !w.empty()) {
+      const std::uint32_t n = d.mode == MRC_CTL_EV_MODE_EXP ? d.at.key("evs") : d.at.key("fields");
+      warnings.push_back(f.at(n) + ": EV profile " + std::to_string(d.id) + ": " + w);
     }
-    if (int rc = mrc_ctl_modify_ev_profile(c, d.id, &a, mask); rc != 0)
-      refused(rc,
-              blame(d, store_why(),
-                    {{"format profile", "format"},
-                     {"field", "fields"},
-                     {"format", "format"},
-                     {"ev_count", "count"},
-                     {"ev_count", "evs"},
-                     {"EVs are free", "count"},
-                     {"EVs are free", "evs"},
-                     {"SRv6", "fields"},
-                     {"generate", "fields"}}),
-              what);
-    // EV array operations: a failure names the entry it stopped at.
-    const auto ev_op = [&](std::vector<mrc_ctl_ev_op_entry> ops, mrc_ctl_ev_op op,
-                           const std::vector<std::uint32_t>& lines, const char* key) {
-      if (ops.empty()) return;
-      a = {};
-      a.ev_op.op = op;
-      a.ev_op.entries = ops.data();
-      a.ev_op.entry_count = static_cast<int>(ops.size());
-      const int rc = mrc_ctl_modify_ev_profile(c, d.id, &a, MRC_CTL_EV_PROFILE_EV_OP);
-      if (rc == 0) return;
-      std::size_t i = 0;
-      std::string rest;
-      const std::string why = why_text(c, rc);
-      if (entry_index(why, i, rest) && i < lines.size())
-        throw CtlError(f.at(lines[i]) + ": " + what + ": " + key + ": " + rest, exit_code_of(rc));
-      refused(rc, d.at.key(key), what + ": " + key);
-    };
-    ev_op(d.evs, MRC_CTL_EV_OP_REPLACE_EV, d.ev_lines, "evs");
-    ev_op(d.deny, MRC_CTL_EV_OP_MODIFY_EV_STATE, d.deny_lines, "deny");
-    a = {};
-    a.profile_state = MRC_CTL_PROFILE_ONLINE;
-    a.ev_min_active = d.min_active;
-    a.ev_event_mask = d.event_mask;
-    if (int rc = mrc_ctl_modify_ev_profile(
-            c, d.id, &a,
-            MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK);
-        rc != 0)
-      refused(rc,
-              blame(d, store_why(),
-                    {{"min_active", "min_active"},
-                     {"event mask", "event_mask"},
-                     {"format profile", "format"},
-                     {"field", "fields"},
-                     {"format", "format"},
-                     {"explicit entry", "evs"},
-                     {"generate", "fields"}}),
-              what);
-    if (d.mode != MRC_CTL_EV_MODE_AUTO)
-      if (const std::string w = sport_warning(c, d.id); !w.empty()) {
-        const std::uint32_t n = d.mode == MRC_CTL_EV_MODE_EXP ? d.at.key("evs") : d.at.key("fields");
-        std::fprintf(stderr, "mrc ctl: warning: %s: %s: %s\n", f.at(n).c_str(), what.c_str(), w.c_str());
-      }
-  }
-
-  for (const CcDef& d : f.ccs) {
-    const std::string what = "CC profile " + std::to_string(d.id);
-    mrc_ctl_cc_nscc_cfg cfg = d.cfg;
-    mrc_ctl_cc_profile_attr a{};
-    a.profile_state = MRC_CTL_PROFILE_OFFLINE;
-    a.algorithm = d.algorithm == "none" ? nullptr : d.algorithm.c_str();
-    refused(mrc_ctl_modify_cc_profile(c, d.id, &a, MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM),
-            d.at.key("algorithm"), what);
-    a.profile_state = MRC_CTL_PROFILE_ONLINE;
-    a.cc_config = &cfg;
-    if (int rc = mrc_ctl_modify_cc_profile(
-            c, d.id, &a, MRC_CTL_CC_PROFILE_STATE | (a.algorithm ? MRC_CTL_CC_PROFILE_CONFIG : 0));
-        rc != 0) {
-      // The NSCC checks start with the setting's name (ProfileStore::nscc_from_ctl).
-      const std::string why = why_text(c, rc);
-      const std::string key = why.substr(0, why.find(' '));
-      refused(rc, d.at.keys.count(key) != 0 ? d.at.key(key) : d.at.line, what);
-    }
-  }
+  });
+  if (r.rc != 0) throw CtlError(r.message, exit_code_of(r.rc));
+  for (const std::string& w : warnings) std::fprintf(stderr, "mrc ctl: warning: %s\n", w.c_str());
 }
 
 // ---- reading profiles back ------------------------------------------------------------------------
@@ -682,6 +532,57 @@ int cmd_deny(mrc_ctl_context* c, bool deny) {
   return 0;
 }
 
+/// `mrc ctl list`: every endpoint process serving a control socket in the runtime directory.
+int cmd_list() {
+  const std::string dir = api::ctl_dir();
+  if (dir.empty()) bad_input("list: MRC_CTL_DIR=none: endpoints serve no control socket");
+  nlohmann::json out = nlohmann::json::array();
+  if (!g_ctl.json) std::printf("%-8s %-16s %-12s %-6s %s\n", "PID", "COMMAND", "DEVICE", "PLANES", "SOCKET");
+  for (const api::CtlListing& l : api::list_ctl_sockets(dir)) {
+    // What the endpoint says about itself; one that does not answer is listed as such.
+    int planes = -1;
+    if (mrc_ctl_context* c = mrc_ctl_open(l.path.c_str())) {
+      mrc_ctl_device_attr a{};
+      if (mrc_ctl_query_device(c, &a) == 0) planes = std::popcount(a.phy_port_mask);
+      mrc_ctl_close(c);
+    }
+    if (g_ctl.json) {
+      out.push_back({{"pid", l.pid},
+                     {"command", l.command},
+                     {"device", l.device},
+                     {"socket", l.path},
+                     {"planes", planes >= 0 ? nlohmann::json(planes) : nlohmann::json(nullptr)}});
+    } else {
+      std::printf("%-8ld %-16s %-12s %-6s %s\n", l.pid, l.command.c_str(), l.device.c_str(),
+                  planes >= 0 ? std::to_string(planes).c_str() : "-", l.path.c_str());
+    }
+  }
+  if (g_ctl.json) std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
+/// The socket of --pid (and --device), or of the only endpoint listed: "" when there is none.
+std::string discovered_socket(std::string& label) {
+  const std::string dir = api::ctl_dir();
+  if (dir.empty()) return {};
+  std::vector<api::CtlListing> found;
+  for (api::CtlListing& l : api::list_ctl_sockets(dir))
+    if ((g_ctl.pid == 0 || l.pid == g_ctl.pid) && (g_ctl.device.empty() || l.device == g_ctl.device))
+      found.push_back(std::move(l));
+  const std::string which = g_ctl.pid != 0 ? "process " + std::to_string(g_ctl.pid) : std::string("endpoint");
+  if (found.empty()) {
+    if (g_ctl.pid != 0 || !g_ctl.device.empty())
+      bad_input("no control socket of " + which + (g_ctl.device.empty() ? "" : " device " + g_ctl.device) +
+                " in " + dir + " (`mrc ctl list` shows the endpoints)");
+    return {};
+  }
+  if (found.size() > 1)
+    bad_input(std::to_string(found.size()) + " control sockets in " + dir +
+              " match; choose one with --socket PATH, --pid PID or --device NAME (`mrc ctl list`)");
+  label = found[0].path + " (" + which + " " + found[0].device + ")";
+  return found[0].path;
+}
+
 /// Opens the endpoint's control socket, or says why not: a path that is missing, a directory or
 /// not a socket is bad input (2); a socket nobody listens on means the endpoint is gone (1).
 mrc_ctl_context* open_socket(const std::string& path, const std::string& label) {
@@ -760,8 +661,20 @@ CLI::App* add_ctl_command(CLI::App& app) {
   ctl->fallthrough();  // `mrc ctl events --offline` as well as `mrc ctl --offline events`
   CLI::Option* socket =
       ctl->add_option("--socket", g_ctl.socket, "control socket of the endpoint (default $MRC_CTL_SOCKET)");
+  CLI::Option* pid =
+      ctl->add_option("--pid", g_ctl.pid, "the endpoint process with this pid (`mrc ctl list`)")
+          ->check(CLI::Range(1L, 4194304L))
+          ->excludes(socket);
+  CLI::Option* device =
+      ctl->add_option("--device", g_ctl.device, "its device (when a process serves several)")
+          ->excludes(socket);
   ctl->add_flag("--offline", g_ctl.offline, "no endpoint: validate and expand profiles in this process")
-      ->excludes(socket);
+      ->excludes(socket)
+      ->excludes(pid)
+      ->excludes(device);
+  g_list =
+      ctl->add_subcommand("list", "endpoint processes serving a control socket (runtime directory, D46)");
+  g_list->add_flag("--json", g_ctl.json, "JSON output");
   g_ports_opt = ctl->add_option("--ports", g_ctl.ports,
                                 "ports of the offline endpoint (default: the highest port the files name, "
                                 "at least 1)")
@@ -819,6 +732,10 @@ int run_ctl() {
       bad_input(
           "probe: --offline has no endpoint to send EV probes from; give --socket PATH (or set "
           "MRC_CTL_SOCKET) of a running endpoint");
+    if (g_list->parsed()) {
+      if (g_ctl.offline) bad_input("list: --offline has no endpoints to list");
+      return cmd_list();
+    }
     std::vector<ConfigFile> files;  // checked before anything is applied
     if (g_ctl.offline) {
       if (!g_ctl.config.empty()) files.push_back(load_config(g_ctl.config));
@@ -846,8 +763,13 @@ int run_ctl() {
         path = std::getenv("MRC_CTL_SOCKET");
         label = "MRC_CTL_SOCKET=" + path;
       }
+      if (path.empty()) path = discovered_socket(label);
       if (path.empty())
-        bad_input("no control socket: give --socket PATH (or set MRC_CTL_SOCKET), or --offline");
+        bad_input(
+            "no control socket: give --socket PATH (or set MRC_CTL_SOCKET), or --offline; no endpoint "
+            "process serves one in " +
+            (api::ctl_dir().empty() ? std::string("the runtime directory (MRC_CTL_DIR=none)")
+                                    : api::ctl_dir()));
       if (g_apply->parsed()) files.push_back(load_config(g_ctl.file));
       h.ctx = open_socket(path, label);
     }

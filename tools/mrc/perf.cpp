@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "api/ctl_discovery.hpp"
 #include "cli_checks.hpp"
 #include "common/rng.hpp"
 #include "engine/ev_sets.hpp"
@@ -155,6 +156,8 @@ struct Session {
   std::vector<std::uint32_t> qpns;
   std::vector<io::ConnInfo> remote;
   std::uint32_t peer = 0;
+  /// The controller API on this endpoint's control socket (D46); declared after ep: stops first.
+  std::unique_ptr<api::EndpointCtl> ctl;
 
   std::size_t qp_index(std::uint32_t qpn) const {
     return static_cast<std::size_t>(std::find(qpns.begin(), qpns.end(), qpn) - qpns.begin());
@@ -287,6 +290,9 @@ bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std
   if (!o.impair.empty() && !io::parse_impair(o.impair, uc.impair, err)) return false;
   s.ep = io::UdpEndpoint::create(uc, err);
   if (!s.ep) return false;
+  std::string ctl_err;  // `mrc ctl list` finds the endpoint; it works without
+  if (!(s.ctl = api::serve_endpoint_ctl(*s.ep, "perf", ctl_err)) && !ctl_err.empty())
+    std::fprintf(stderr, "mrc perf: no control socket: %s\n", ctl_err.c_str());
   if (g_pcap) {
     s.pcap = g_pcap.get();
     s.ep->set_pcap(s.pcap);
