@@ -28,6 +28,7 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
   p.burst = ep.config().tun.ev_burst;
   evm_.init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
+  std::vector<Ev>().swap(cfg_.evs);  // the EV manager holds them now (a 128-EV copy is 1 KB per QP)
   update_timing();
   update_pto();
   rq_.assign(cfg_.rq_depth, 0);  // receive WRs may be posted from INIT on
@@ -52,8 +53,6 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
   const std::uint32_t bits = pow2_at_least(cfg_.mpr_dest * kMprUnit);
   bitmap_.assign(bits / 64, 0);
   bitmap_mask_ = bits - 1;
-  wimm_.assign(cfg_.max_wimm_dest, WimmSlot{});
-  ctrl_.assign(16, CtrlTx{});
   state_ = QpState::kRtr;
   return 0;
 }
@@ -227,8 +226,9 @@ bool Qp::wants_tx() const {
 std::size_t Qp::memory_bytes() const {
   return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) +
          sq_.capacity() * sizeof(SendWqe) + ring_.capacity() * sizeof(TxRec) +
-         (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 + plane_losses_.capacity() * 4 +
-         ctrl_.capacity() * sizeof(CtrlTx) + wimm_.capacity() * sizeof(WimmSlot) + rq_.capacity() * 8;
+         probes_.capacity() * sizeof(Probe) + (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 +
+         plane_losses_.capacity() * 4 + ctrl_.capacity() * sizeof(CtrlTx) +
+         wimm_.capacity() * sizeof(WimmSlot) + rq_.capacity() * 8;
 }
 
 Time Qp::next_deadline() const {

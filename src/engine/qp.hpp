@@ -20,6 +20,7 @@ class Qp {
 
   std::uint32_t qpn() const { return qpn_; }
   QpState state() const { return state_; }
+  /// The QP's configuration; `evs` is empty (the EVs are in evs(), the EV manager).
   const QpConfig& config() const { return cfg_; }
   const QpRemote& remote() const { return remote_; }
   const QpCounters& counters() const { return ctr_; }
@@ -230,7 +231,8 @@ class Qp {
   std::uint32_t fatal_psn_ = 0;
   Time fatal_fail_at_ = kNever;  ///< ... and no acknowledgement of it until then
   WcStatus fatal_status_ = WcStatus::kRemoteOpError;
-  Probe probes_[64];
+  static constexpr std::size_t kProbeSlots = 64;  ///< probe ids map to slots modulo this
+  std::vector<Probe> probes_;                     ///< kProbeSlots entries from the first probe on
   std::uint32_t live_probes_ = 0;
   std::uint16_t next_probe_id_ = 1;
   Time tail_probe_at_ = kNever;
@@ -250,12 +252,13 @@ class Qp {
   std::uint32_t bitmap_mask_ = 0;
   std::uint64_t rcv_bytes_ = 0;
   std::uint32_t unacked_bytes_ = 0;
-  std::vector<CtrlTx> ctrl_;  ///< ring, grown on demand up to kCtrlMax entries
+  std::vector<CtrlTx> ctrl_;  ///< ring: 16 entries at the first control packet, grown up to kCtrlMax
   static constexpr std::size_t kCtrlMax = 4096;
   std::uint32_t ctrl_head_ = 0, ctrl_count_ = 0;
   static constexpr std::uint32_t kCtrlRun = 16;  ///< control packets in a row before the requester's turn
   std::uint32_t ctrl_run_ = 0;
-  std::vector<WimmSlot> wimm_;  ///< ring; wimm_head_ holds RQMSN rq_next_deliver_
+  std::vector<WimmSlot>
+      wimm_;  ///< ring (max_wimm_dest, at the first WRITE_IMM); wimm_head_ holds RQMSN rq_next_deliver_
   std::uint32_t wimm_head_ = 0;
   std::uint32_t rx_planes_ = 0;  ///< planes data arrived on since the last SACK
   std::uint8_t ack_plane_ = 0;   ///< plane of the last SACK (rotation)

@@ -499,7 +499,8 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
     note_reordering(reorder_window());
   }
   if (s.pr) {
-    Probe& pr = probes_[s.probe_id % std::size(probes_)];
+    if (probes_.empty()) return;  // we never sent a probe
+    Probe& pr = probes_[s.probe_id % probes_.size()];
     if (pr.live && pr.id == s.probe_id) {
       pr.live = false;
       --live_probes_;
@@ -670,7 +671,8 @@ void Qp::on_rto(Time now) {
 bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now) {
   const std::uint16_t id = next_probe_id_++;
   if (next_probe_id_ == 0) next_probe_id_ = 1;
-  Probe& pr = probes_[id % std::size(probes_)];
+  if (probes_.empty()) probes_.assign(kProbeSlots, Probe{});
+  Probe& pr = probes_[id % probes_.size()];
   if (!pr.live) ++live_probes_;  // else the oldest outstanding probe in that slot is forgotten
   pr = Probe{id, slot, now, tail, true};
   if (!tail) evm_.probe_sent(slot, now);

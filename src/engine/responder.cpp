@@ -72,6 +72,7 @@ void Qp::advance_epsn(Time now) {
 }
 
 void Qp::deliver_wimms() {
+  if (wimm_.empty()) return;  // no WRITE_IMM arrived yet
   while (rq_count_ > 0) {
     WimmSlot& s = wimm_[wimm_head_];
     // A WRITE_IMM completes once it and every earlier PSN has been placed.
@@ -103,6 +104,7 @@ int Qp::post_recv(std::uint64_t wr_id) {
 }
 
 void Qp::queue_ctrl(const CtrlTx& c) {
+  if (ctrl_.empty()) ctrl_.assign(16, CtrlTx{});  // first control packet: a QP that only sends has none
   if (ctrl_count_ == ctrl_.size() && ctrl_.size() < kCtrlMax) {
     // Bursts (a window of trim NACKs) grow the ring; steady state never allocates.
     std::vector<CtrlTx> grown(ctrl_.size() * 2);
@@ -211,6 +213,8 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   if (wire::has_imm(p.bth.opcode)) {
     const auto ahead = static_cast<std::uint16_t>(p.meth.rqmsn - rq_next_deliver_);
     // Slots are indexed from the next immediate to deliver, so the 16-bit RQMSN may wrap freely.
+    // Allocated by the first WRITE_IMM: a QP that only sends never holds them.
+    if (wimm_.empty()) wimm_.assign(cfg_.max_wimm_dest, WimmSlot{});
     WimmSlot& s = wimm_[(wimm_head_ + ahead) % wimm_.size()];
     if (ahead >= wimm_.size() || s.valid) {
       // More WRITE_IMMs outstanding than max_wimm_dest: a protocol violation (there is no RNR).
