@@ -289,23 +289,39 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
   sampled.erase(std::unique(sampled.begin(), sampled.end()), sampled.end());
   if (cfg.sample_conns.empty())
     for (std::uint32_t pi = 0; pi < pairs.size(); ++pi) sampled.push_back(pi);
-  auto placed = [&] {
+  auto pair_placed = [&](std::uint32_t pi) {
     std::uint64_t b = 0;
-    for (const std::uint32_t pi : sampled) {
-      const std::uint32_t d = pairs[pi].second;
-      for (std::uint32_t q = 0; q < nq; ++q) {
-        const std::uint32_t qpn = dst_qp[pi * nq + q];
-        if (roce) {
-          b += nics[d]->qp_counters(qpn).bytes_received;
-        } else if (const engine::Qp* qp = eps[d]->qp(qpn)) {
-          b += qp->counters().bytes_placed;
-        }
+    const std::uint32_t d = pairs[pi].second;
+    for (std::uint32_t q = 0; q < nq; ++q) {
+      const std::uint32_t qpn = dst_qp[pi * nq + q];
+      if (roce) {
+        b += nics[d]->qp_counters(qpn).bytes_received;
+      } else if (const engine::Qp* qp = static_cast<const engine::Endpoint&>(*eps[d]).qp(qpn)) {
+        b += qp->counters().bytes_placed;
       }
     }
     return b;
   };
+  auto placed = [&] {
+    std::uint64_t b = 0;
+    for (const std::uint32_t pi : sampled) b += pair_placed(pi);
+    return b;
+  };
 
   std::uint64_t next_progress = 0;
+  Progress prog;
+  prog.limit = cfg.limit;
+  prog.flows = static_cast<std::uint32_t>(m.conns.size());
+  for (const ConnSpec& c : m.conns) prog.bytes += c.bytes;
+  auto report = [&](bool last) {
+    prog.now = net.now();
+    prog.events = net.stats().events;
+    prog.flows_done = prog.flows - remaining;
+    prog.bytes_done = 0;
+    for (std::uint32_t pi = 0; pi < pairs.size(); ++pi) prog.bytes_done += pair_placed(pi);
+    prog.last = last;
+    cfg.progress(prog);
+  };
   for (;;) {
     for (const std::uint32_t i : ready) starts.emplace(std::max(m.conns[i].start, net.now()), i);
     ready.clear();
@@ -316,8 +332,7 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     }
     if (remaining == 0) break;
     if (cfg.progress && net.stats().events >= next_progress) {
-      cfg.progress(net.now(), static_cast<std::uint32_t>(m.conns.size()) - remaining,
-                   static_cast<std::uint32_t>(m.conns.size()));
+      report(false);
       next_progress = net.stats().events + (1u << 16);
     }
     // One event at a time up to the next start or sample (completions it causes queue dependents).
@@ -340,9 +355,7 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     } while (stepped && ready.empty() && remaining != 0 && net.stats().events < report_at);
     if (!stepped) break;
   }
-  if (cfg.progress)
-    cfg.progress(net.now(), static_cast<std::uint32_t>(m.conns.size()) - remaining,
-                 static_cast<std::uint32_t>(m.conns.size()));
+  if (cfg.progress) report(true);
   r.end = net.now();
   r.net = net.stats();
   r.pool_packets = net.pool_size();

@@ -25,6 +25,16 @@ namespace mrc::sim {
 /// to NIC port (q + dst) % planes, q = its index among the pair's QPs.
 enum class Transport : std::uint8_t { kMrc, kRoce };
 
+/// A progress report (RunConfig::progress): where the run is, in simulated time, events and bytes.
+struct Progress {
+  Time now = 0;  ///< simulated ns
+  Time limit = 0;
+  std::uint64_t events = 0;
+  std::uint32_t flows_done = 0, flows = 0;
+  std::uint64_t bytes_done = 0, bytes = 0;  ///< placed at the receivers / of every connection
+  bool last = false;                        ///< the run has ended
+};
+
 struct RunConfig {
   Transport transport = Transport::kMrc;
   /// Payload bytes are not carried through the fabric by default (nobody checks them in a run).
@@ -61,8 +71,8 @@ struct RunConfig {
   /// > 0: record the bytes placed at receivers (in order, duplicates excluded) every this many ns.
   Duration sample_interval = 0;
   std::vector<std::uint32_t> sample_conns;  ///< connections whose pairs are sampled; empty = all
-  /// Called about every 2^16 events and once at the end: (simulated ns, finished flows, total).
-  std::function<void(Time, std::uint32_t, std::uint32_t)> progress;
+  /// Called about every 2^16 events and once at the end (Progress::last).
+  std::function<void(const Progress&)> progress;
 };
 
 struct FlowResult {

@@ -268,7 +268,8 @@ std::string default_label(const sim::RunConfig& rc) {
   return o.str();
 }
 
-Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits) {
+Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits,
+                        const ScenarioOverrides& ov) {
   const std::string& path = name;
   toml::table root;
   try {
@@ -286,6 +287,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   sim::RunConfig base;
   sc.name = rd.str(root, "name", std::filesystem::path(path).stem().string());
   base.seed = rd.uint(root, "seed", 1, 0, ~0ull);
+  if (ov.has_seed) base.seed = ov.seed;
   base.fabric.seed = base.seed;
   base.limit = static_cast<Time>(rd.num(root, "limit_us", 100000, 1, 1e9) * 1000);
 
@@ -533,7 +535,7 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   return sc;
 }
 
-Scenario load_scenario(const std::string& path, const ScenarioLimits& limits) {
+Scenario load_scenario(const std::string& path, const ScenarioLimits& limits, const ScenarioOverrides& ov) {
   // toml++ reads a directory or an unreadable file as an empty document; say what is wrong instead
   // of "missing [topology]".
   std::error_code ec;
@@ -550,7 +552,7 @@ Scenario load_scenario(const std::string& path, const ScenarioLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_scenario(text.str(), path, limits);
+  return parse_scenario(text.str(), path, limits, ov);
 }
 
 }  // namespace mrc::sim

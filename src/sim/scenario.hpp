@@ -54,12 +54,20 @@ struct ScenarioLimits {
   bool read_files = true;                        ///< a 'cm' workload may read its matrix file
 };
 
+/// Command-line replacements for values of the file (`mrc sim --seed`).
+struct ScenarioOverrides {
+  bool has_seed = false;
+  std::uint64_t seed = 0;  ///< replaces the top-level `seed` (a [workload] `seed` of its own stays)
+};
+
 /// Parses the TOML text of a scenario. `name` is the file it came from: errors start with it, the
 /// scenario's default name is its stem, and a 'cm' workload's relative path is taken from its
 /// directory.
-Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits = {});
+Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits = {},
+                        const ScenarioOverrides& ov = {});
 
 /// Reads a scenario file (a missing, unreadable or non-regular file is named as such) and parses it.
-Scenario load_scenario(const std::string& path, const ScenarioLimits& limits = {});
+Scenario load_scenario(const std::string& path, const ScenarioLimits& limits = {},
+                       const ScenarioOverrides& ov = {});
 
 }  // namespace mrc::sim

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "sim/cm.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario.hpp"
@@ -28,7 +29,10 @@ namespace {
 struct SimOptions {
   std::string scenario;
   bool json = false, csv = false, stable = false;
-  bool no_progress = false;
+  bool no_progress = false, progress = false;
+  sim::ScenarioOverrides overrides;
+  std::vector<std::string> variants;  ///< --variant: labels or 1-based indices to run
+  std::string json_out, csv_out;      ///< replace [output] json / csv
 };
 SimOptions g_opt;
 
@@ -246,20 +250,70 @@ void print_run_line(const std::string& label, const sim::RunResult& r) {
               static_cast<double>(r.end) / 1000.0, r.wall_s, static_cast<double>(r.peak_rss_kb) / 1024.0);
 }
 
+/// Seconds left: the wall time so far scaled by the part of the bytes still to deliver, or by the
+/// simulated time left before the limit if that is sooner (-1: no estimate yet).
+double eta_s(const sim::Progress& p, double wall) {
+  double eta = -1;
+  if (p.bytes_done > 0 && p.bytes > 0) {
+    const double f = static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes);
+    eta = wall * (1 - f) / f;
+  }
+  if (p.now > 0 && p.limit > p.now) {
+    const double by_limit = wall * static_cast<double>(p.limit - p.now) / static_cast<double>(p.now);
+    if (eta < 0 || by_limit < eta) eta = by_limit;
+  }
+  return eta;
+}
+
+/// The progress line: bytes delivered (the bar), simulated time, events and their rate, the ETA.
 void attach_progress(sim::RunConfig& rc, const std::string& label) {
-  if (g_opt.no_progress || isatty(STDERR_FILENO) == 0) return;
-  rc.progress = [label, t0 = std::chrono::steady_clock::now()](Time now, std::uint32_t done,
-                                                               std::uint32_t total) {
-    const double frac = total ? static_cast<double>(done) / total : 1.0;
-    const int width = 30;
-    const int filled = static_cast<int>(frac * width);
+  if (g_opt.no_progress || (!g_opt.progress && isatty(STDERR_FILENO) == 0)) return;
+  rc.progress = [label, t0 = std::chrono::steady_clock::now()](const sim::Progress& p) {
+    const double frac = p.bytes ? static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes) : 1.0;
+    const int width = 20;
+    const int filled = std::clamp(static_cast<int>(frac * width), 0, width);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "\r%s [%.*s%*s] %u/%u flows  sim %.1f us  wall %.1f s", label.c_str(), filled,
-                 "##############################", width - filled, "", done, total,
-                 static_cast<double>(now) / 1000.0, wall);
-    if (done == total) std::fputc('\n', stderr);
+    const double eta = eta_s(p, wall);
+    char eta_txt[32] = "?";
+    if (p.last)
+      std::snprintf(eta_txt, sizeof eta_txt, "done");
+    else if (eta >= 0)
+      std::snprintf(eta_txt, sizeof eta_txt, "%.0f s", eta);
+    std::fprintf(
+        stderr,
+        "\r%s [%.*s%*s] %3.0f%% bytes  sim %.1f us  events %.2f M (%.2f M/s)  flows %u/%u  wall %.1f s  "
+        "ETA %s ",
+        label.c_str(), filled, "####################", width - filled, "", frac * 100,
+        static_cast<double>(p.now) / 1000.0, static_cast<double>(p.events) / 1e6,
+        wall > 0 ? static_cast<double>(p.events) / 1e6 / wall : 0.0, p.flows_done, p.flows, wall, eta_txt);
+    if (p.last) std::fputc('\n', stderr);
     std::fflush(stderr);
   };
+}
+
+/// Keeps the variants --variant names (a label, or a 1-based index); throws ScenarioError for a
+/// name that matches none.
+void select_variants(Scenario& sc) {
+  if (g_opt.variants.empty()) return;
+  std::vector<Variant> keep;
+  for (const std::string& want : g_opt.variants) {
+    std::size_t at = sc.variants.size();
+    for (std::size_t i = 0; i < sc.variants.size(); ++i)
+      if (sc.variants[i].label == want) at = i;
+    if (at == sc.variants.size() && !want.empty() &&
+        want.find_first_not_of("0123456789") == std::string::npos && want.size() < 9) {
+      const std::size_t n = std::stoul(want);
+      if (n >= 1 && n <= sc.variants.size()) at = n - 1;
+    }
+    if (at == sc.variants.size()) {
+      std::string names;
+      for (std::size_t i = 0; i < sc.variants.size(); ++i)
+        names += (i ? ", " : "") + std::to_string(i + 1) + " '" + sc.variants[i].label + "'";
+      throw ScenarioError("--variant: no variant '" + want + "' (the scenario has " + names + ")");
+    }
+    keep.push_back(sc.variants[at]);
+  }
+  sc.variants = std::move(keep);
 }
 
 /// Runs every variant, prints the table (or JSON/CSV), writes the [output] files.
@@ -328,8 +382,10 @@ Scenario default_scenario() {
   sim::FatTreeConfig fc;
   fc.k = 8;
   sc.topo = sim::make_fat_tree(fc);
-  sc.matrix = sim::make_permutation(sc.topo.hosts, 2000000, 1);
+  const bool seeded = g_opt.overrides.has_seed;
+  sc.matrix = sim::make_permutation(sc.topo.hosts, 2000000, seeded ? g_opt.overrides.seed : 1);
   Variant v;
+  if (seeded) v.run.seed = v.run.fabric.seed = g_opt.overrides.seed;
   v.run.evs_per_plane = 128;
   v.label = "MRC 128 EVs";
   sc.variants.push_back(v);
@@ -352,13 +408,32 @@ CLI::App* add_sim_command(CLI::App& app) {
   c->add_flag("--json", g_opt.json, "print the comparison as JSON on stdout");
   c->add_flag("--csv", g_opt.csv, "print the comparison table as CSV on stdout");
   c->add_flag("--stable", g_opt.stable, "with --json: leave out wall time, memory and speed (golden files)");
-  c->add_flag("--no-progress", g_opt.no_progress, "no progress bar on stderr");
+  c->add_flag("--no-progress", g_opt.no_progress, "no progress line on stderr");
+  c->add_flag("--progress", g_opt.progress, "the progress line on stderr even when it is not a terminal");
+  c->add_option_function<std::uint64_t>(
+       "--seed",
+       [](const std::uint64_t& s) {
+         g_opt.overrides.has_seed = true;
+         g_opt.overrides.seed = s;
+       },
+       "replace the scenario's top-level seed")
+      ->check(uint_range(0, ~std::uint64_t{0}))
+      ->type_name("N");
+  c->add_option("--variant", g_opt.variants,
+                "run only this variant (its label or 1-based index; repeat for several, in that order)")
+      ->type_name("NAME");
+  c->add_option("--json-out", g_opt.json_out, "write the [output] JSON file here instead");
+  c->add_option("--csv-out", g_opt.csv_out, "write the [output] CSV file here instead");
   return c;
 }
 
 int run_sim() {
   try {
-    Scenario sc = g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario);
+    Scenario sc =
+        g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario, {}, g_opt.overrides);
+    select_variants(sc);
+    if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
+    if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
     const int rc = run_scenario(sc);
     if (g_opt.scenario.empty() && !g_opt.json && !g_opt.csv)
       std::printf(

@@ -1,0 +1,26 @@
+# `mrc sim` command-line overrides (seed, variant selection, output paths) and the progress line,
+# on the golden perm_faults scenario (seed 3; variants 'MRC 16 EV/plane', 'MRC 1 EV/plane', 'RoCE+PFC').
+set(perm_faults ${PROJECT_SOURCE_DIR}/scenarios/golden/perm_faults.toml)
+mrc_cli_test(NAME sim_variant_by_index EXIT 0 MATCH "\"variant\": \"MRC 1 EV/plane\"" NOT "RoCE\\+PFC|MRC 16 EV"
+             ARGS sim ${perm_faults} --variant 2 --json --stable --no-progress)
+mrc_cli_test(NAME sim_variant_by_label EXIT 0 MATCH "\"variant\": \"RoCE\\+PFC\"" NOT "\"transport\": \"mrc\""
+             ARGS sim ${perm_faults} --variant RoCE+PFC --json --stable --no-progress)
+mrc_cli_test(NAME sim_variant_unknown EXIT 2
+             MATCH "--variant: no variant 'zzz' \\(the scenario has 1 'MRC 16 EV/plane', 2 'MRC 1 EV/plane', 3 'RoCE\\+PFC'\\)"
+             ARGS sim ${perm_faults} --variant zzz)
+mrc_cli_test(NAME sim_variant_zero EXIT 2 MATCH "--variant: no variant '0'" ARGS sim ${perm_faults} --variant 0)
+mrc_cli_test(NAME sim_seed_negative EXIT 2
+             MATCH "--seed: must be an integer in \\[0, 18446744073709551615\\], got '-1'" ARGS sim ${perm_faults} --seed -1)
+mrc_cli_test(NAME sim_seed_not_a_number EXIT 2 MATCH "--seed: must be an integer .*got 'abc'"
+             ARGS sim ${perm_faults} --seed abc)
+# Forced onto a pipe, the progress line reports simulated time, events and an ETA, and ends "done".
+mrc_cli_test(NAME sim_progress_line EXIT 0
+             MATCH "RoCE\\+PFC \\[#* *\\] +[0-9]+% bytes  sim [0-9.]+ us  events [0-9.]+ M \\([0-9.]+ M/s\\)  flows [0-9]+/16  wall [0-9.]+ s  ETA done"
+             ARGS sim ${perm_faults} --variant 3 --progress --json --stable)
+# --seed 3 (the file's own) reproduces the golden output byte for byte, --seed 4 changes it; --json-out
+# writes the [output] JSON where it is told.
+add_test(NAME cli_sim_seed_and_json_out
+         COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DSCENARIO=${perm_faults}
+                 -DEXPECTED=${PROJECT_SOURCE_DIR}/tests/sim_golden/perm_faults.json
+                 -DOUT=${CMAKE_CURRENT_BINARY_DIR}/sim_json_out -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_overrides.cmake)
+set_tests_properties(cli_sim_seed_and_json_out PROPERTIES LABELS cli TIMEOUT 120)
