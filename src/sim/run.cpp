@@ -6,16 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <limits>
-#include <memory>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "engine/ev_sets.hpp"
-#include "engine/qp.hpp"
-#include "wire/packet.hpp"
+#include "sim/hosts.hpp"
 
 namespace mrc::sim {
 
@@ -34,8 +30,9 @@ Duration base_rtt(const Topology& topo, std::uint32_t mtu_wire, std::uint32_t ac
                                             Fabric::serialization_ps(ack_wire, l.rate_bps));
   return (ps + 500) / 1000;
 }
+namespace {
 
-RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
+void check_inputs(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
   if (m.nodes > topo.hosts)
     throw std::invalid_argument("run: matrix has " + std::to_string(m.nodes) + " nodes, topology only " +
                                 std::to_string(topo.hosts) + " hosts");
@@ -52,162 +49,130 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     if (c.after != ConnSpec::kNoDep && c.after >= m.conns.size())
       throw std::invalid_argument("run: connection " + std::to_string(i) + " depends on a missing one");
   }
-  const bool roce = cfg.transport == Transport::kRoce;
-  const auto t0 = std::chrono::steady_clock::now();
-  RunResult r;
-  const std::uint32_t ovh = cfg.fabric.wire_overhead;
-  if (roce) {
-    r.mtu_wire = cfg.roce.mtu + static_cast<std::uint32_t>(RoceNic::kBthSize + RoceNic::kIcrcSize) + ovh;
-    r.ack_wire =
-        static_cast<std::uint32_t>(RoceNic::kBthSize + RoceNic::kAethSize + RoceNic::kIcrcSize) + ovh;
-  } else {
-    r.mtu_wire = cfg.pmtu + static_cast<std::uint32_t>(wire::header_size(wire::Opcode::kWriteMiddle, true)) +
-                 static_cast<std::uint32_t>(wire::kIcrcSize) + ovh;
-    r.ack_wire =
-        static_cast<std::uint32_t>(wire::header_size(wire::Opcode::kSack, false) + wire::kIcrcSize) + ovh;
+}
+
+/// The ordered host pairs of a matrix: each connection knows its pair, each pair how many
+/// connections it carries (max_load: the most).
+struct Pairs {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;  ///< (src, dst)
+  std::vector<std::uint32_t> of_conn;
+  std::uint32_t max_load = 0;
+};
+
+Pairs pair_up(const ConnMatrix& m) {
+  Pairs p;
+  std::unordered_map<std::uint64_t, std::uint32_t> pair_of;
+  std::vector<std::uint32_t> load;
+  p.of_conn.resize(m.conns.size());
+  for (std::size_t i = 0; i < m.conns.size(); ++i) {
+    const ConnSpec& c = m.conns[i];
+    const std::uint64_t key = (static_cast<std::uint64_t>(c.src) << 32) | c.dst;
+    auto [it, fresh] = pair_of.emplace(key, static_cast<std::uint32_t>(p.ends.size()));
+    if (fresh) {
+      p.ends.emplace_back(c.src, c.dst);
+      load.push_back(0);
+    }
+    p.of_conn[i] = it->second;
+    ++load[it->second];
   }
+  p.max_load = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+  return p;
+}
+
+/// The connections that wait for each connection's arrival (ConnSpec::after), as CSR: those of
+/// connection i are list[start[i] .. start[i + 1]).
+struct Dependents {
+  std::vector<std::uint32_t> start, list;
+};
+
+Dependents dependents(const ConnMatrix& m) {
+  Dependents d;
+  d.start.assign(m.conns.size() + 1, 0);
+  for (const auto& c : m.conns)
+    if (c.after != ConnSpec::kNoDep) ++d.start[c.after + 1];
+  for (std::size_t i = 0; i < m.conns.size(); ++i) d.start[i + 1] += d.start[i];
+  d.list.resize(d.start.back());
+  std::vector<std::uint32_t> fill(d.start.begin(), d.start.end() - 1);
+  for (std::uint32_t i = 0; i < m.conns.size(); ++i)
+    if (m.conns[i].after != ConnSpec::kNoDep) d.list[fill[m.conns[i].after]++] = i;
+  return d;
+}
+
+/// FCTs and failure totals of the finished run (flows' counters already filled).
+void flow_statistics(RunResult& r) {
+  std::vector<double> fcts;
+  for (FlowResult& f : r.flows) {
+    r.bytes_failed += f.bytes_failed;
+    if (f.bytes_failed > 0) ++r.failed;
+    if (f.finish == kNever || !f.ok) continue;  // statistics over successful connections
+    f.fct_us = static_cast<double>(f.finish - f.conn.start) / 1000.0;
+    r.last_finish_us = std::max(r.last_finish_us, static_cast<double>(f.finish) / 1000.0);
+    fcts.push_back(f.fct_us);
+    ++r.finished;
+  }
+  std::sort(fcts.begin(), fcts.end());
+  if (!fcts.empty()) {
+    r.fct_min = fcts.front();
+    r.fct_max = fcts.back();
+    r.fct_p50 = percentile(fcts, 0.50);
+    r.fct_p99 = percentile(fcts, 0.99);
+  }
+}
+
+/// Counters per pair (a connection reports its pair's sender QPs) and totals over the pairs.
+template <class Hosts>
+void collect_counters(const Hosts& hosts, const Pairs& pairs, std::uint32_t nq, RunResult& r) {
+  std::vector<engine::QpCounters> pair_ctr(pairs.ends.size());
+  for (std::size_t pi = 0; pi < pairs.ends.size(); ++pi) {
+    engine::QpCounters& pc = pair_ctr[pi];
+    for (std::uint32_t q = 0; q < nq; ++q) hosts.add_counters(pi * nq + q, pc, r.tx_cnp);
+    r.tx_data += pc.tx_data;
+    r.tx_rtx += pc.tx_rtx;
+    r.timeouts += pc.timeouts;
+    r.rtx_nack += pc.rtx_nack;
+    r.rtx_loss += pc.rtx_loss;
+    r.rtx_timeout += pc.rtx_timeout;
+    r.rtx_port += pc.rtx_port;
+    r.ev_transitions += pc.ev_transitions;
+    r.rtx_spurious += pc.rtx_spurious;
+    r.rx_dup += pc.rx_dup;
+    r.tx_sack += pc.tx_sack + pc.tx_ack;  // MRC counts SACKs, RoCE ACKs (the other stays 0)
+    r.tx_nack += pc.tx_nack;
+  }
+  for (std::size_t i = 0; i < r.flows.size(); ++i) r.flows[i].qp = pair_ctr[pairs.of_conn[i]];
+}
+
+/// The run itself, for one host transport (MrcHosts or RoceHosts).
+template <class Hosts>
+RunResult run_hosts(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::uint32_t nq = cfg.qps_per_peer;
+  RunResult r;
+  r.mtu_wire = Hosts::mtu_wire(cfg);
+  r.ack_wire = Hosts::ack_wire(cfg);
   r.base_rtt = base_rtt(topo, r.mtu_wire, r.ack_wire);
   const double rate = topo.links.front().rate_bps;
   r.nscc =
       cc::NsccConfig::derive(static_cast<std::uint64_t>(rate) * topo.planes,
                              static_cast<std::uint32_t>(r.base_rtt), r.mtu_wire, cfg.fabric.queue.trimming);
-
-  // Pairs and their QPs; each connection knows its pair, each pair how many connections it carries.
-  std::unordered_map<std::uint64_t, std::uint32_t> pair_of;
-  std::vector<std::uint32_t> conn_pair(m.conns.size());
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // (src, dst)
-  std::vector<std::uint32_t> pair_load;
-  for (std::size_t i = 0; i < m.conns.size(); ++i) {
-    const ConnSpec& c = m.conns[i];
-    const std::uint64_t key = (static_cast<std::uint64_t>(c.src) << 32) | c.dst;
-    auto [it, fresh] = pair_of.emplace(key, static_cast<std::uint32_t>(pairs.size()));
-    if (fresh) {
-      pairs.emplace_back(c.src, c.dst);
-      pair_load.push_back(0);
-    }
-    conn_pair[i] = it->second;
-    ++pair_load[it->second];
-  }
-  const std::uint32_t max_load = *std::max_element(pair_load.begin(), pair_load.end());
+  const Pairs pairs = pair_up(m);
 
   Fabric net(topo, cfg.fabric);
   for (const LinkFault& f : cfg.faults) net.schedule_fault(f);
-  std::vector<std::unique_ptr<engine::Endpoint>> eps;
-  std::vector<std::unique_ptr<RoceNic>> nics;
-  if (roce) {
-    RoceConfig rc = cfg.roce;
-    rc.line_rate_bps = rate;
-    rc.wire_overhead = ovh;
-    rc.num_ports = topo.planes;
-    rc.cnp = rc.dcqcn;
-    nics.reserve(topo.hosts);
-    for (std::uint32_t h = 0; h < topo.hosts; ++h) {
-      rc.seed = cfg.seed * 1000003u + h;
-      nics.push_back(std::make_unique<RoceNic>(rc));
-      net.attach(h, *nics.back());
-    }
-  } else {
-    engine::EndpointConfig ec;
-    ec.num_ports = topo.planes;
-    ec.icrc = cfg.icrc;
-    ec.tun = cfg.tun;
-    ec.tun.base_rtt_hint = r.base_rtt;
-    eps.reserve(topo.hosts);
-    for (std::uint32_t h = 0; h < topo.hosts; ++h) {
-      ec.seed = cfg.seed * 1000003u + h;
-      eps.push_back(std::make_unique<engine::Endpoint>(ec));
-      net.attach(h, *eps.back());
-    }
-  }
-  // MRC: one shared source and one shared sink buffer (contents are not checked), registered per
-  // host. RoCE WRITEs use key 0 (no memory: zeros are sent, the responder discards them).
-  std::uint64_t max_part = 1;
-  for (const auto& c : m.conns) max_part = std::max(max_part, (c.bytes + nq - 1) / nq);
-  std::vector<std::uint8_t> src_buf(roce ? 0 : max_part, 0x5a), dst_buf(roce ? 0 : max_part, 0);
-  std::vector<const engine::MemoryRegion*> src_mr(topo.hosts, nullptr), dst_mr(topo.hosts, nullptr);
-  auto reg = [&](std::vector<const engine::MemoryRegion*>& v, std::uint32_t h, std::vector<std::uint8_t>& b) {
-    if (v[h] == nullptr) v[h] = eps[h]->memory().register_region(b.data(), b.size(), engine::access::kAll);
-    if (v[h] == nullptr) throw std::runtime_error("run: memory registration failed");
-  };
-
-  engine::QpConfig qc;
-  qc.pmtu = cfg.pmtu;
-  // Every connection of a pair may be posted before the first completes (a ring step waits for
-  // its predecessor's arrival, not for its own previous send).
-  qc.sq_depth = std::max(cfg.sq_depth, max_load);
-  qc.rq_depth = std::max(cfg.rq_depth, max_load);
-  qc.max_wimm = qc.max_wimm_dest =
-      static_cast<std::uint16_t>(std::min<std::uint32_t>(0xFFFF, std::max<std::uint32_t>(128, max_load)));
-  std::uint8_t mpr = cfg.mpr;
-  if (mpr == 0) {
-    const double bdp = rate * topo.planes / 8 * static_cast<double>(r.base_rtt) * 1e-9;
-    const double units = std::ceil(4 * bdp / (128.0 * cfg.pmtu));
-    mpr = static_cast<std::uint8_t>(std::clamp(units, 2.0, 8.0));
-  }
-  qc.mpr = qc.mpr_dest = mpr;
-  qc.evs = engine::make_ev_set(topo.planes, cfg.evs_per_plane, 0);
-  qc.active_count = topo.planes * cfg.evs_per_plane;
-  qc.cc.algorithm = cfg.nscc ? cc::Algorithm::kNscc : cc::Algorithm::kNone;
-  qc.cc.nscc = r.nscc;
-  std::vector<std::uint32_t> src_qp(pairs.size() * nq), dst_qp(pairs.size() * nq);
-  for (std::size_t pi = 0; pi < pairs.size(); ++pi) {
-    const auto [s, d] = pairs[pi];
+  HostSetup setup{topo, cfg, net, r.base_rtt, r.nscc, 1, pairs.max_load};
+  for (const auto& c : m.conns) setup.max_part = std::max(setup.max_part, (c.bytes + nq - 1) / nq);
+  Hosts hosts(setup);
+  for (std::size_t pi = 0; pi < pairs.ends.size(); ++pi) {
+    const auto [s, d] = pairs.ends[pi];
     for (std::uint32_t q = 0; q < nq; ++q) {
       const std::size_t k = pi * nq + q;
-      const auto sq_psn = static_cast<std::uint32_t>(k * 7 + 1) & 0xFFFFFF;
-      const auto rq_psn = static_cast<std::uint32_t>(k * 13 + 5) & 0xFFFFFF;
-      engine::QpRemote ra, rb;
-      ra.peer = d;
-      ra.sq_psn = rb.rq_psn = sq_psn;
-      ra.rq_psn = rb.sq_psn = rq_psn;
-      rb.peer = s;
-      if (roce) {
-        const std::uint32_t port = (q + d) % topo.planes;
-        src_qp[k] = nics[s]->create_qp(port);
-        dst_qp[k] = nics[d]->create_qp(port);
-        ra.qpn = dst_qp[k];
-        rb.qpn = src_qp[k];
-        if (nics[s]->connect_qp(src_qp[k], ra, 0) != 0 || nics[d]->connect_qp(dst_qp[k], rb, 0) != 0)
-          throw std::runtime_error("run: RoCE connect_qp failed");
-        continue;
-      }
-      reg(src_mr, s, src_buf);
-      reg(dst_mr, d, dst_buf);
-      qc.seed = cfg.seed * 7919u + k;
-      int err = 0;
-      src_qp[k] = eps[s]->create_qp(qc, &err);
-      dst_qp[k] = eps[d]->create_qp(qc, &err);
-      if (src_qp[k] == 0 || dst_qp[k] == 0)
-        throw std::runtime_error("run: create_qp failed (errno " + std::to_string(err) + ")");
-      ra.qpn = dst_qp[k];
-      rb.qpn = src_qp[k];
-      ra.peer_mpr_dest = rb.peer_mpr_dest = mpr;
-      ra.peer_max_wimm_dest = rb.peer_max_wimm_dest = qc.max_wimm_dest;
-      if (eps[s]->connect_qp(src_qp[k], ra, 0) != 0 || eps[d]->connect_qp(dst_qp[k], rb, 0) != 0)
-        throw std::runtime_error("run: connect_qp failed");
+      hosts.connect(k, s, d, q, static_cast<std::uint32_t>(k * 7 + 1) & 0xFFFFFF,
+                    static_cast<std::uint32_t>(k * 13 + 5) & 0xFFFFFF);
     }
   }
+  hosts.qp_memory_idle(r);
 
-  if (!roce) {
-    std::size_t b = 0;
-    for (std::size_t k = 0; k < src_qp.size(); ++k)
-      b += eps[pairs[k / nq].first]->qp(src_qp[k])->memory_bytes() +
-           eps[pairs[k / nq].second]->qp(dst_qp[k])->memory_bytes();
-    r.qps = 2 * src_qp.size();
-    r.qp_bytes_idle = static_cast<double>(b) / static_cast<double>(r.qps);
-  }
-
-  // Dependents of each connection (CSR), and per-connection part counters.
-  std::vector<std::uint32_t> dep_start(m.conns.size() + 1, 0), deps;
-  for (const auto& c : m.conns)
-    if (c.after != ConnSpec::kNoDep) ++dep_start[c.after + 1];
-  for (std::size_t i = 0; i < m.conns.size(); ++i) dep_start[i + 1] += dep_start[i];
-  deps.resize(dep_start.back());
-  {
-    std::vector<std::uint32_t> fill(dep_start.begin(), dep_start.end() - 1);
-    for (std::uint32_t i = 0; i < m.conns.size(); ++i)
-      if (m.conns[i].after != ConnSpec::kNoDep) deps[fill[m.conns[i].after]++] = i;
-  }
+  const Dependents deps = dependents(m);
   r.flows.resize(m.conns.size());
   for (std::size_t i = 0; i < m.conns.size(); ++i) r.flows[i].conn = m.conns[i];
   std::vector<std::uint32_t> parts_done(m.conns.size(), 0), parts_arrived(m.conns.size(), 0);
@@ -225,7 +190,7 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
       FlowResult& f = r.flows[c.imm];
       if (++parts_arrived[c.imm] != nq) return;
       f.arrived = net.now();
-      for (std::uint32_t k = dep_start[c.imm]; k < dep_start[c.imm + 1]; ++k) ready.push_back(deps[k]);
+      for (std::uint32_t k = deps.start[c.imm]; k < deps.start[c.imm + 1]; ++k) ready.push_back(deps.list[k]);
       return;
     }
     if ((c.wr_id >> 8) >= m.conns.size()) return;
@@ -239,38 +204,20 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
   };
   net.set_activity_hook([&](std::uint32_t h) {
     engine::Completion c;
-    if (roce) {
-      while (nics[h]->poll_completion(c)) on_completion(c);
-    } else {
-      while (eps[h]->poll_completion(c)) on_completion(c);
-    }
+    while (hosts.poll_completion(h, c)) on_completion(c);
   });
 
   auto post = [&](std::uint32_t i) {
-    const ConnSpec& c = m.conns[i];
     r.flows[i].posted = net.now();
-    const std::uint32_t pi = conn_pair[i];
     for (std::uint32_t q = 0; q < nq; ++q) {
-      const std::size_t k = static_cast<std::size_t>(pi) * nq + q;
       engine::SendWr wr;
       wr.wr_id = (static_cast<std::uint64_t>(i) << 8) | q;
       wr.with_imm = true;
       wr.imm = i;
       wr.length = static_cast<std::uint32_t>(part_bytes(i, q));
-      int rc;
-      if (roce) {
-        rc = nics[c.src]->post_send(src_qp[k], wr, net.now());
-      } else {
-        wr.local_addr = reinterpret_cast<std::uint64_t>(src_buf.data());
-        wr.lkey = src_mr[c.src]->lkey;
-        wr.remote_addr = reinterpret_cast<std::uint64_t>(dst_buf.data());
-        wr.rkey = dst_mr[c.dst]->rkey;
-        if (eps[c.dst]->post_recv(dst_qp[k], i) != 0) throw std::runtime_error("run: post_recv failed");
-        rc = eps[c.src]->post_send(src_qp[k], wr, net.now());
-      }
-      if (rc != 0) throw std::runtime_error("run: post_send failed (errno " + std::to_string(rc) + ")");
+      hosts.post(static_cast<std::size_t>(pairs.of_conn[i]) * nq + q, wr, net.now());
     }
-    net.kick(c.src);
+    net.kick(m.conns[i].src);
   };
 
   // Timed starts: (start, connection), earliest first; dependents join when their dependency arrives.
@@ -283,23 +230,15 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
   std::vector<std::uint32_t> sampled;  // pairs
   for (const std::uint32_t i : cfg.sample_conns) {
     if (i >= m.conns.size()) throw std::invalid_argument("run: sampled connection out of range");
-    sampled.push_back(conn_pair[i]);
+    sampled.push_back(pairs.of_conn[i]);
   }
   std::sort(sampled.begin(), sampled.end());
   sampled.erase(std::unique(sampled.begin(), sampled.end()), sampled.end());
   if (cfg.sample_conns.empty())
-    for (std::uint32_t pi = 0; pi < pairs.size(); ++pi) sampled.push_back(pi);
+    for (std::uint32_t pi = 0; pi < pairs.ends.size(); ++pi) sampled.push_back(pi);
   auto pair_placed = [&](std::uint32_t pi) {
     std::uint64_t b = 0;
-    const std::uint32_t d = pairs[pi].second;
-    for (std::uint32_t q = 0; q < nq; ++q) {
-      const std::uint32_t qpn = dst_qp[pi * nq + q];
-      if (roce) {
-        b += nics[d]->qp_counters(qpn).bytes_received;
-      } else if (const engine::Qp* qp = static_cast<const engine::Endpoint&>(*eps[d]).qp(qpn)) {
-        b += qp->counters().bytes_placed;
-      }
-    }
+    for (std::uint32_t q = 0; q < nq; ++q) b += hosts.bytes_placed(static_cast<std::size_t>(pi) * nq + q);
     return b;
   };
   auto placed = [&] {
@@ -318,10 +257,11 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
     prog.events = net.stats().events;
     prog.flows_done = prog.flows - remaining;
     prog.bytes_done = 0;
-    for (std::uint32_t pi = 0; pi < pairs.size(); ++pi) prog.bytes_done += pair_placed(pi);
+    for (std::uint32_t pi = 0; pi < pairs.ends.size(); ++pi) prog.bytes_done += pair_placed(pi);
     prog.last = last;
     cfg.progress(prog);
   };
+
   for (;;) {
     for (const std::uint32_t i : ready) starts.emplace(std::max(m.conns[i].start, net.now()), i);
     ready.clear();
@@ -360,95 +300,23 @@ RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig&
   r.net = net.stats();
   r.pool_packets = net.pool_size();
 
-  // Counters: per pair (a connection reports its pair's sender QPs), totals over pairs.
-  std::vector<engine::QpCounters> pair_ctr(pairs.size());
-  for (std::size_t pi = 0; pi < pairs.size(); ++pi) {
-    const auto [s, d] = pairs[pi];
-    engine::QpCounters& pc = pair_ctr[pi];
-    for (std::uint32_t q = 0; q < nq; ++q) {
-      const std::size_t k = pi * nq + q;
-      if (roce) {
-        const RoceQpCounters& a = nics[s]->qp_counters(src_qp[k]);
-        const RoceQpCounters& b = nics[d]->qp_counters(dst_qp[k]);
-        pc.tx_data += a.tx_data;
-        pc.tx_rtx += a.tx_rtx;
-        pc.timeouts += a.timeouts;
-        pc.tx_ack += b.tx_ack;
-        pc.tx_nack += b.tx_nak;
-        r.tx_cnp += b.tx_cnp;
-        continue;
-      }
-      const engine::Qp* a = eps[s]->qp(src_qp[k]);
-      const engine::Qp* b = eps[d]->qp(dst_qp[k]);
-      if (a == nullptr || b == nullptr) continue;
-      const engine::QpCounters& x = a->counters();
-      pc.tx_data += x.tx_data;
-      pc.tx_rtx += x.tx_rtx;
-      pc.timeouts += x.timeouts;
-      pc.rtx_nack += x.rtx_nack;
-      pc.rtx_loss += x.rtx_loss;
-      pc.rtx_timeout += x.rtx_timeout;
-      pc.rtx_port += x.rtx_port;
-      pc.ev_transitions += x.ev_transitions + b->counters().ev_transitions;
-      pc.tx_sack += b->counters().tx_sack;
-      pc.tx_nack += b->counters().tx_nack;
-      pc.rtx_spurious += x.rtx_spurious;
-      pc.rx_dup += b->counters().rx_dup;
-    }
-    r.tx_data += pc.tx_data;
-    r.tx_rtx += pc.tx_rtx;
-    r.timeouts += pc.timeouts;
-    r.rtx_nack += pc.rtx_nack;
-    r.rtx_loss += pc.rtx_loss;
-    r.rtx_timeout += pc.rtx_timeout;
-    r.rtx_port += pc.rtx_port;
-    r.ev_transitions += pc.ev_transitions;
-    r.rtx_spurious += pc.rtx_spurious;
-    r.rx_dup += pc.rx_dup;
-    r.tx_sack += roce ? pc.tx_ack : pc.tx_sack;
-    r.tx_nack += pc.tx_nack;
-  }
-  if (!roce) {
-    std::size_t sb = 0, rb = 0, sn = 0, rn = 0;
-    for (std::uint32_t h = 0; h < topo.hosts; ++h)
-      for (const std::uint32_t qpn : eps[h]->qpns()) {
-        const engine::Qp* q = static_cast<const engine::Endpoint&>(*eps[h]).qp(qpn);
-        if (q->counters().tx_data > 0) {
-          sb += q->memory_bytes();
-          ++sn;
-        } else {
-          rb += q->memory_bytes();
-          ++rn;
-        }
-      }
-    r.qp_bytes_sender = sn ? static_cast<double>(sb) / static_cast<double>(sn) : 0;
-    r.qp_bytes_receiver = rn ? static_cast<double>(rb) / static_cast<double>(rn) : 0;
-  }
-  std::vector<double> fcts;
-  for (std::size_t i = 0; i < r.flows.size(); ++i) {
-    FlowResult& f = r.flows[i];
-    f.qp = pair_ctr[conn_pair[i]];
-    r.bytes_failed += f.bytes_failed;
-    if (f.bytes_failed > 0) ++r.failed;
-    if (f.finish == kNever || !f.ok) continue;  // statistics over successful connections
-    f.fct_us = static_cast<double>(f.finish - f.conn.start) / 1000.0;
-    r.last_finish_us = std::max(r.last_finish_us, static_cast<double>(f.finish) / 1000.0);
-    fcts.push_back(f.fct_us);
-    ++r.finished;
-  }
-  std::sort(fcts.begin(), fcts.end());
-  if (!fcts.empty()) {
-    r.fct_min = fcts.front();
-    r.fct_max = fcts.back();
-    r.fct_p50 = percentile(fcts, 0.50);
-    r.fct_p99 = percentile(fcts, 0.99);
-  }
+  collect_counters(hosts, pairs, nq, r);
+  hosts.qp_memory_end(r);
+  flow_statistics(r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.events_per_s = r.wall_s > 0 ? static_cast<double>(r.net.events) / r.wall_s : 0;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   r.peak_rss_kb = ru.ru_maxrss;
   return r;
+}
+
+}  // namespace
+
+RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
+  check_inputs(topo, m, cfg);
+  if (cfg.transport == Transport::kRoce) return run_hosts<RoceHosts>(topo, m, cfg);
+  return run_hosts<MrcHosts>(topo, m, cfg);
 }
 
 std::string format_report(const RunResult& r) {

@@ -21,8 +21,9 @@
 
 namespace mrc::sim {
 
-/// Host transport: MRC (engine::Endpoint) or the RoCEv2 RC baseline (RoceNic). A RoCE QP is bound
-/// to NIC port (q + dst) % planes, q = its index among the pair's QPs.
+/// Host transport: MRC (engine::Endpoint) or the RoCEv2 RC baseline (RoceNic), each behind the
+/// interface of sim/hosts.hpp. A RoCE QP is bound to NIC port (q + dst) % planes, q = its index
+/// among the pair's QPs.
 enum class Transport : std::uint8_t { kMrc, kRoce };
 
 /// A progress report (RunConfig::progress): where the run is, in simulated time, events and bytes.

@@ -1,0 +1,223 @@
+#include "sim/hosts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "engine/ev_sets.hpp"
+#include "engine/qp.hpp"
+#include "wire/packet.hpp"
+
+namespace mrc::sim {
+
+namespace {
+/// What each end of QP `e` learns of the other (sq_psn: the source's first send PSN).
+std::pair<engine::QpRemote, engine::QpRemote> remotes(const QpEnds& e, std::uint32_t sq_psn,
+                                                      std::uint32_t rq_psn) {
+  engine::QpRemote ra, rb;
+  ra.peer = e.dst;
+  rb.peer = e.src;
+  ra.sq_psn = rb.rq_psn = sq_psn;
+  ra.rq_psn = rb.sq_psn = rq_psn;
+  ra.qpn = e.dst_qp;
+  rb.qpn = e.src_qp;
+  return {ra, rb};
+}
+}  // namespace
+
+// --- MRC ---------------------------------------------------------------------------------------------
+
+std::uint32_t MrcHosts::mtu_wire(const RunConfig& cfg) {
+  return cfg.pmtu + static_cast<std::uint32_t>(wire::header_size(wire::Opcode::kWriteMiddle, true)) +
+         static_cast<std::uint32_t>(wire::kIcrcSize) + cfg.fabric.wire_overhead;
+}
+
+std::uint32_t MrcHosts::ack_wire(const RunConfig& cfg) {
+  return static_cast<std::uint32_t>(wire::header_size(wire::Opcode::kSack, false) + wire::kIcrcSize) +
+         cfg.fabric.wire_overhead;
+}
+
+MrcHosts::MrcHosts(const HostSetup& s)
+    : src_buf_(s.max_part, 0x5a),
+      dst_buf_(s.max_part, 0),
+      src_mr_(s.topo.hosts, nullptr),
+      dst_mr_(s.topo.hosts, nullptr) {
+  const RunConfig& cfg = s.cfg;
+  seed_ = cfg.seed;
+  engine::EndpointConfig ec;
+  ec.num_ports = s.topo.planes;
+  ec.icrc = cfg.icrc;
+  ec.tun = cfg.tun;
+  ec.tun.base_rtt_hint = s.base_rtt;
+  eps_.reserve(s.topo.hosts);
+  for (std::uint32_t h = 0; h < s.topo.hosts; ++h) {
+    ec.seed = cfg.seed * 1000003u + h;
+    eps_.push_back(std::make_unique<engine::Endpoint>(ec));
+    s.net.attach(h, *eps_.back());
+  }
+  qc_.pmtu = cfg.pmtu;
+  // Every connection of a pair may be posted before the first completes (a ring step waits for
+  // its predecessor's arrival, not for its own previous send).
+  qc_.sq_depth = std::max(cfg.sq_depth, s.max_load);
+  qc_.rq_depth = std::max(cfg.rq_depth, s.max_load);
+  qc_.max_wimm = qc_.max_wimm_dest =
+      static_cast<std::uint16_t>(std::min<std::uint32_t>(0xFFFF, std::max<std::uint32_t>(128, s.max_load)));
+  mpr_ = cfg.mpr;
+  if (mpr_ == 0) {
+    const double rate = s.topo.links.front().rate_bps;
+    const double bdp = rate * s.topo.planes / 8 * static_cast<double>(s.base_rtt) * 1e-9;
+    const double units = std::ceil(4 * bdp / (128.0 * cfg.pmtu));
+    mpr_ = static_cast<std::uint8_t>(std::clamp(units, 2.0, 8.0));
+  }
+  qc_.mpr = qc_.mpr_dest = mpr_;
+  qc_.evs = engine::make_ev_set(s.topo.planes, cfg.evs_per_plane, 0);
+  qc_.active_count = s.topo.planes * cfg.evs_per_plane;
+  qc_.cc.algorithm = cfg.nscc ? cc::Algorithm::kNscc : cc::Algorithm::kNone;
+  qc_.cc.nscc = s.nscc;
+}
+
+void MrcHosts::connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q,
+                       std::uint32_t sq_psn, std::uint32_t rq_psn) {
+  (void)q;
+  auto reg = [](engine::Endpoint& e, const engine::MemoryRegion*& mr, std::vector<std::uint8_t>& b) {
+    if (mr == nullptr) mr = e.memory().register_region(b.data(), b.size(), engine::access::kAll);
+    if (mr == nullptr) throw std::runtime_error("run: memory registration failed");
+  };
+  reg(*eps_[src], src_mr_[src], src_buf_);
+  reg(*eps_[dst], dst_mr_[dst], dst_buf_);
+  qc_.seed = seed_ * 7919u + k;
+  int err = 0;
+  QpEnds e{src, dst, eps_[src]->create_qp(qc_, &err), 0};
+  e.dst_qp = eps_[dst]->create_qp(qc_, &err);
+  if (e.src_qp == 0 || e.dst_qp == 0)
+    throw std::runtime_error("run: create_qp failed (errno " + std::to_string(err) + ")");
+  auto [ra, rb] = remotes(e, sq_psn, rq_psn);
+  ra.peer_mpr_dest = rb.peer_mpr_dest = mpr_;
+  ra.peer_max_wimm_dest = rb.peer_max_wimm_dest = qc_.max_wimm_dest;
+  if (eps_[src]->connect_qp(e.src_qp, ra, 0) != 0 || eps_[dst]->connect_qp(e.dst_qp, rb, 0) != 0)
+    throw std::runtime_error("run: connect_qp failed");
+  if (qps_.size() <= k) qps_.resize(k + 1);
+  qps_[k] = e;
+}
+
+void MrcHosts::post(std::size_t k, engine::SendWr wr, Time now) {
+  const QpEnds& e = qps_[k];
+  wr.local_addr = reinterpret_cast<std::uint64_t>(src_buf_.data());
+  wr.lkey = src_mr_[e.src]->lkey;
+  wr.remote_addr = reinterpret_cast<std::uint64_t>(dst_buf_.data());
+  wr.rkey = dst_mr_[e.dst]->rkey;
+  if (eps_[e.dst]->post_recv(e.dst_qp, wr.imm) != 0) throw std::runtime_error("run: post_recv failed");
+  const int rc = eps_[e.src]->post_send(e.src_qp, wr, now);
+  if (rc != 0) throw std::runtime_error("run: post_send failed (errno " + std::to_string(rc) + ")");
+}
+
+std::uint64_t MrcHosts::bytes_placed(std::size_t k) const {
+  const engine::Qp* qp = ep(qps_[k].dst).qp(qps_[k].dst_qp);
+  return qp != nullptr ? qp->counters().bytes_placed : 0;
+}
+
+void MrcHosts::add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const {
+  (void)cnp;
+  const engine::Qp* a = ep(qps_[k].src).qp(qps_[k].src_qp);
+  const engine::Qp* b = ep(qps_[k].dst).qp(qps_[k].dst_qp);
+  if (a == nullptr || b == nullptr) return;
+  const engine::QpCounters& x = a->counters();
+  pc.tx_data += x.tx_data;
+  pc.tx_rtx += x.tx_rtx;
+  pc.timeouts += x.timeouts;
+  pc.rtx_nack += x.rtx_nack;
+  pc.rtx_loss += x.rtx_loss;
+  pc.rtx_timeout += x.rtx_timeout;
+  pc.rtx_port += x.rtx_port;
+  pc.ev_transitions += x.ev_transitions + b->counters().ev_transitions;
+  pc.tx_sack += b->counters().tx_sack;
+  pc.tx_nack += b->counters().tx_nack;
+  pc.rtx_spurious += x.rtx_spurious;
+  pc.rx_dup += b->counters().rx_dup;
+}
+
+void MrcHosts::qp_memory_idle(RunResult& r) const {
+  std::size_t b = 0;
+  for (const QpEnds& e : qps_)
+    b += ep(e.src).qp(e.src_qp)->memory_bytes() + ep(e.dst).qp(e.dst_qp)->memory_bytes();
+  r.qps = 2 * qps_.size();
+  r.qp_bytes_idle = r.qps ? static_cast<double>(b) / static_cast<double>(r.qps) : 0;
+}
+
+void MrcHosts::qp_memory_end(RunResult& r) const {
+  std::size_t sb = 0, rb = 0, sn = 0, rn = 0;
+  for (const auto& e : eps_)
+    for (const std::uint32_t qpn : e->qpns()) {
+      const engine::Qp* q = static_cast<const engine::Endpoint&>(*e).qp(qpn);
+      if (q->counters().tx_data > 0) {
+        sb += q->memory_bytes();
+        ++sn;
+      } else {
+        rb += q->memory_bytes();
+        ++rn;
+      }
+    }
+  r.qp_bytes_sender = sn ? static_cast<double>(sb) / static_cast<double>(sn) : 0;
+  r.qp_bytes_receiver = rn ? static_cast<double>(rb) / static_cast<double>(rn) : 0;
+}
+
+// --- RoCEv2 ----------------------------------------------------------------------------------------
+
+std::uint32_t RoceHosts::mtu_wire(const RunConfig& cfg) {
+  return cfg.roce.mtu + static_cast<std::uint32_t>(RoceNic::kBthSize + RoceNic::kIcrcSize) +
+         cfg.fabric.wire_overhead;
+}
+
+std::uint32_t RoceHosts::ack_wire(const RunConfig& cfg) {
+  return static_cast<std::uint32_t>(RoceNic::kBthSize + RoceNic::kAethSize + RoceNic::kIcrcSize) +
+         cfg.fabric.wire_overhead;
+}
+
+RoceHosts::RoceHosts(const HostSetup& s) : planes_(s.topo.planes) {
+  RoceConfig rc = s.cfg.roce;
+  rc.line_rate_bps = s.topo.links.front().rate_bps;
+  rc.wire_overhead = s.cfg.fabric.wire_overhead;
+  rc.num_ports = s.topo.planes;
+  rc.cnp = rc.dcqcn;
+  nics_.reserve(s.topo.hosts);
+  for (std::uint32_t h = 0; h < s.topo.hosts; ++h) {
+    rc.seed = s.cfg.seed * 1000003u + h;
+    nics_.push_back(std::make_unique<RoceNic>(rc));
+    s.net.attach(h, *nics_.back());
+  }
+}
+
+void RoceHosts::connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q,
+                        std::uint32_t sq_psn, std::uint32_t rq_psn) {
+  const std::uint32_t port = (q + dst) % planes_;
+  QpEnds e{src, dst, nics_[src]->create_qp(port), 0};
+  e.dst_qp = nics_[dst]->create_qp(port);
+  const auto [ra, rb] = remotes(e, sq_psn, rq_psn);
+  if (nics_[src]->connect_qp(e.src_qp, ra, 0) != 0 || nics_[dst]->connect_qp(e.dst_qp, rb, 0) != 0)
+    throw std::runtime_error("run: RoCE connect_qp failed");
+  if (qps_.size() <= k) qps_.resize(k + 1);
+  qps_[k] = e;
+}
+
+void RoceHosts::post(std::size_t k, engine::SendWr wr, Time now) {
+  const int rc = nics_[qps_[k].src]->post_send(qps_[k].src_qp, wr, now);
+  if (rc != 0) throw std::runtime_error("run: post_send failed (errno " + std::to_string(rc) + ")");
+}
+
+std::uint64_t RoceHosts::bytes_placed(std::size_t k) const {
+  return nics_[qps_[k].dst]->qp_counters(qps_[k].dst_qp).bytes_received;
+}
+
+void RoceHosts::add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const {
+  const RoceQpCounters& a = nics_[qps_[k].src]->qp_counters(qps_[k].src_qp);
+  const RoceQpCounters& b = nics_[qps_[k].dst]->qp_counters(qps_[k].dst_qp);
+  pc.tx_data += a.tx_data;
+  pc.tx_rtx += a.tx_rtx;
+  pc.timeouts += a.timeouts;
+  pc.tx_ack += b.tx_ack;
+  pc.tx_nack += b.tx_nak;
+  cnp += b.tx_cnp;
+}
+
+}  // namespace mrc::sim

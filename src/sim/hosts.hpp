@@ -1,0 +1,97 @@
+// The host transports of a simulator run behind one interface, so that run_matrix drives either
+// without knowing which: MRC endpoints (engine::Endpoint) and the RoCEv2 RC baseline (RoceNic).
+//
+// A run numbers its QPs k = pair * qps_per_peer + q (q = the QP's index among its pair's); each
+// transport keeps the QPNs of both ends of QP k. Every call is per QP, connection part or
+// completion, never per packet: the Fabric moves the packets and calls the NICs itself.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/endpoint.hpp"
+#include "sim/fabric.hpp"
+#include "sim/roce.hpp"
+#include "sim/run.hpp"
+#include "sim/topology.hpp"
+
+namespace mrc::sim {
+
+/// What a transport is told when it is set up.
+struct HostSetup {
+  const Topology& topo;
+  const RunConfig& cfg;
+  Fabric& net;
+  Duration base_rtt = 0;
+  cc::NsccConfig nscc;
+  std::uint64_t max_part = 1;  ///< largest WRITE of the run (bytes)
+  std::uint32_t max_load = 1;  ///< most connections one pair carries
+};
+
+/// Both ends of one QP of a run.
+struct QpEnds {
+  std::uint32_t src = 0, dst = 0;  ///< hosts
+  std::uint32_t src_qp = 0, dst_qp = 0;
+};
+
+/// MRC: one engine::Endpoint per host; QPs of a pair share one source and one sink buffer.
+class MrcHosts {
+ public:
+  /// Wire sizes of a full data packet and of a SACK (framing overhead included).
+  static std::uint32_t mtu_wire(const RunConfig& cfg);
+  static std::uint32_t ack_wire(const RunConfig& cfg);
+
+  explicit MrcHosts(const HostSetup& s);
+  /// Creates and connects QP k from host `src` to host `dst` (q: its index among the pair's QPs).
+  void connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q, std::uint32_t sq_psn,
+               std::uint32_t rq_psn);
+  bool poll_completion(std::uint32_t host, engine::Completion& c) { return eps_[host]->poll_completion(c); }
+  /// Posts one WRITE_WITH_IMM on QP k (and, MRC, the receive that its immediate completes).
+  void post(std::size_t k, engine::SendWr wr, Time now);
+  /// Application bytes placed at QP k's receiver.
+  std::uint64_t bytes_placed(std::size_t k) const;
+  /// Adds QP k's counters (sender and receiver side) to `pc` (SACKs in tx_sack; RoCE: ACKs in
+  /// tx_ack, NAKs in tx_nack) and CNPs (RoCE) to `cnp`.
+  void add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const;
+  /// Bytes held per QP: after connecting (idle), at the end (senders and the others).
+  void qp_memory_idle(RunResult& r) const;
+  void qp_memory_end(RunResult& r) const;
+
+ private:
+  const engine::Endpoint& ep(std::uint32_t h) const { return *eps_[h]; }
+
+  std::vector<std::unique_ptr<engine::Endpoint>> eps_;
+  std::vector<QpEnds> qps_;
+  engine::QpConfig qc_;
+  std::uint64_t seed_ = 1;  ///< the run's seed (QP k's engine seed derives from it)
+  std::uint8_t mpr_ = 0;
+  // One shared source and one shared sink buffer (contents are not checked), registered per host.
+  std::vector<std::uint8_t> src_buf_, dst_buf_;
+  std::vector<const engine::MemoryRegion*> src_mr_, dst_mr_;
+};
+
+/// RoCEv2 RC: one RoceNic per host; QP q of a pair is bound to NIC port (q + dst) % planes. WRITEs
+/// use key 0 (no memory: zeros are sent, the responder discards them).
+class RoceHosts {
+ public:
+  static std::uint32_t mtu_wire(const RunConfig& cfg);
+  static std::uint32_t ack_wire(const RunConfig& cfg);
+
+  explicit RoceHosts(const HostSetup& s);
+  void connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q, std::uint32_t sq_psn,
+               std::uint32_t rq_psn);
+  bool poll_completion(std::uint32_t host, engine::Completion& c) { return nics_[host]->poll_completion(c); }
+  void post(std::size_t k, engine::SendWr wr, Time now);
+  std::uint64_t bytes_placed(std::size_t k) const;
+  void add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const;
+  void qp_memory_idle(RunResult&) const {}
+  void qp_memory_end(RunResult&) const {}
+
+ private:
+  std::uint32_t planes_;
+  std::vector<std::unique_ptr<RoceNic>> nics_;
+  std::vector<QpEnds> qps_;
+};
+
+}  // namespace mrc::sim
