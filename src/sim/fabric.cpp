@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/node_timer.hpp"
 #include "sim/roce.hpp"
 #include "wire/packet.hpp"
 
@@ -81,9 +82,7 @@ struct alignas(64) Fabric::Port {
 struct Fabric::Host {
   engine::Endpoint* ep = nullptr;
   RoceNic* roce = nullptr;
-  Time timer_at_ps = kNever;
-  std::uint64_t timer_seq = 0;
-  Time timer_fired_at = kNever;  ///< ns
+  NodeTimer timer;  ///< queue time in ps
 };
 
 template <class F>
@@ -675,30 +674,19 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
 
 void Fabric::reschedule_timer(std::uint32_t host) {
   Host& h = hosts_[host];
-  Time d = with_nic(h, [](auto& nic) { return nic.next_deadline(); });
-  if (d == kNever) return;
-  const Time now_ns = now();
-  Time d_ps;
-  if (d <= now_ns) {
-    // A deadline still due right after on_timer() ran gets the next nanosecond (no time freeze).
-    d_ps = h.timer_fired_at == now_ns ? (now_ns + 1) * 1000 : now_ps_;
-  } else {
-    d_ps = d * 1000;
-  }
-  if (h.timer_at_ps <= d_ps) return;
-  h.timer_at_ps = d_ps;
-  h.timer_seq = events_.push(d_ps, kTimer, host);
+  const Time d = with_nic(h, [](auto& nic) { return nic.next_deadline(); });
+  const std::uint64_t at_ps = h.timer.arm(d, now(), now_ps_, 1000);
+  if (at_ps != kNever) h.timer.seq = events_.push(at_ps, kTimer, host);
 }
 
 void Fabric::on_timer_event(std::uint32_t host, std::uint64_t seq) {
   Host& h = hosts_[host];
-  if (h.timer_at_ps == kNever || seq != h.timer_seq) return;  // superseded
-  h.timer_at_ps = kNever;
+  if (!h.timer.fire(seq)) return;
   if (with_nic(h, [](auto& nic) { return nic.next_deadline(); }) > now()) {
     reschedule_timer(host);
     return;
   }
-  h.timer_fired_at = now();
+  h.timer.fired_at = now();
   with_nic(h, [&](auto& nic) { nic.on_timer(now()); });
   if (hook_) hook_(host);
   service(host);

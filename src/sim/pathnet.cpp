@@ -259,31 +259,21 @@ void PathNet::on_tx_done(std::uint32_t idx) {
   service(src);
 }
 
-// One live timer event per node. A deadline that moved later keeps the queued event (it fires
-// early, sees the deadline is not due and re-arms), so the common "RTO pushed back on every ACK"
-// pattern costs no queue traffic; a deadline that moved earlier queues a new event and the old one
-// becomes stale (recognised by its sequence number).
+// One live timer event per node (sim/node_timer.hpp).
 void PathNet::reschedule_timer(std::uint32_t node) {
   Node& n = nodes_[node];
-  Time d = n.ep->next_deadline();
-  if (d == kNever) return;
-  // An endpoint whose deadline is still due right after on_timer() ran gets the next nanosecond,
-  // so a stuck deadline cannot freeze virtual time.
-  if (d <= now_) d = n.timer_fired_at == now_ ? now_ + 1 : now_;
-  if (n.timer_at <= d) return;
-  n.timer_at = d;
-  n.timer_seq = events_.push(d, kTimer, node);
+  const Time at = n.timer.arm(n.ep->next_deadline(), now_, now_, 1);
+  if (at != kNever) n.timer.seq = events_.push(at, kTimer, node);
 }
 
 void PathNet::on_timer_event(std::uint32_t node, std::uint64_t seq) {
   Node& n = nodes_[node];
-  if (n.timer_at == kNever || seq != n.timer_seq) return;  // superseded
-  n.timer_at = kNever;
+  if (!n.timer.fire(seq)) return;
   if (n.ep->next_deadline() > now_) {  // the deadline moved later (or went away)
     reschedule_timer(node);
     return;
   }
-  n.timer_fired_at = now_;
+  n.timer.fired_at = now_;
   n.ep->on_timer(now_);
   service(node);
 }

@@ -44,6 +44,7 @@
 #include "engine/endpoint.hpp"
 #include "engine/types.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/node_timer.hpp"
 
 namespace mrc::sim {
 
@@ -240,9 +241,7 @@ class PathNet {
     std::uint32_t busy = 0;  ///< ports serialising a packet
     std::uint32_t down = 0;  ///< ports that are down
     std::uint32_t usable = 0;
-    Time timer_at = kNever;
-    std::uint64_t timer_seq = 0;  ///< seq of the live timer event (valid while timer_at != kNever)
-    Time timer_fired_at = kNever;
+    NodeTimer timer;
     std::vector<PortStats> ports;
     std::vector<LastHop> lasthop;
   };
