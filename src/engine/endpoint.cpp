@@ -286,6 +286,8 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   wire::DecodeOptions opt;
   opt.trimmed = meta.trimmed || meta.trimmed_lasthop;
   opt.verify_icrc = cfg_.icrc && !opt.trimmed;
+  opt.icrc_xor = meta.icrc_xor;
+  opt.icrc_any_ipv4_id = meta.icrc_any_ipv4_id;
   opt.ext = cfg_.wire_ext;
   if (any_auth_ && !authenticate(pkt, meta, opt)) return;
   if (wire::decode(pkt, p, opt) != wire::Error::kOk) {

@@ -118,6 +118,17 @@ struct TxPacket {
   /// Input: write the project's wire extensions (EndpointConfig::wire_ext); set by Endpoint::poll_tx.
   bool wire_ext = false;
   std::uint32_t wire_size() const { return header_len + payload_len + trailer_len; }
+  std::uint8_t pad() const { return static_cast<std::uint8_t>((4 - (payload_len & 3)) & 3); }
+  /// The bytes an ICRC covers after any IP/UDP prefix: headers, payload, pad.
+  std::uint32_t icrc_rest_len() const { return header_len + payload_len + pad(); }
+  /// XORs `x` into the ICRC (a driver folding its IP/UDP prefix in, wire::icrc_prefix_xor). A trailer
+  /// that is an authentication tag (pad + kMacSize bytes) is left alone.
+  void xor_icrc(std::uint32_t x) {
+    const std::uint8_t pd = pad();
+    if (trailer_len != pd + wire::kIcrcSize) return;
+    for (std::size_t i = 0; i < wire::kIcrcSize; ++i)
+      trailer[pd + i] ^= static_cast<std::uint8_t>(x >> (8 * i));
+  }
 };
 
 struct EndpointConfig {

@@ -50,6 +50,9 @@ struct RxMeta {
   bool ecn_ce = false;
   bool trimmed = false;          ///< DSCP_TRIMMED: header only
   bool trimmed_lasthop = false;  ///< DSCP_TRIMMED_LASTHOP
+  /// The driver's RoCEv2 ICRC prefix, folded in (wire::DecodeOptions::icrc_xor); 0: none (W16).
+  std::uint32_t icrc_xor = 0;
+  bool icrc_any_ipv4_id = false;  ///< wire::DecodeOptions::icrc_any_ipv4_id
 };
 
 enum class WcStatus : std::uint8_t {

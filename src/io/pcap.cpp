@@ -243,7 +243,7 @@ bool PcapWriter::write(const FrameInfo& f, std::span<const std::uint8_t> header,
     ip[0] = 0x45;
     ip[1] = tos;
     put16(ip + 2, static_cast<std::uint16_t>(kIpv4Header + udp_len));
-    put16(ip + 4, ip_id_++);
+    put16(ip + 4, f.ipv4_id >= 0 ? static_cast<std::uint16_t>(f.ipv4_id) : ip_id_++);
     put16(ip + 6, 0x4000);  // DF, fragment offset 0
     ip[8] = f.hop_limit;
     ip[9] = kIpProtoUdp;

@@ -46,10 +46,13 @@ struct FrameInfo {
   std::uint16_t src_port = 0;
   IpAddress dst;
   std::uint16_t dst_port = 4791;
-  std::uint32_t flow_label = 0;                                 ///< IPv6 only, 20 bits (ignored for IPv4)
-  std::uint8_t dscp = 0;                                        ///< 6 bits
-  std::uint8_t ecn = 0;                                         ///< 2 bits (3 = CE)
-  std::uint8_t hop_limit = 64;                                  ///< IPv4 TTL / IPv6 hop limit
+  std::uint32_t flow_label = 0;  ///< IPv6 only, 20 bits (ignored for IPv4)
+  std::uint8_t dscp = 0;         ///< 6 bits
+  std::uint8_t ecn = 0;          ///< 2 bits (3 = CE)
+  std::uint8_t hop_limit = 64;   ///< IPv4 TTL / IPv6 hop limit
+  /// IPv4 identification; -1: the writer numbers its frames. The UDP endpoint writes 0, what Linux sends
+  /// with DF from an unconnected socket, so a capture's RoCEv2 ICRCs check (docs/wire-format.md W22).
+  std::int32_t ipv4_id = -1;
   std::array<std::uint8_t, 6> src_mac{0x02, 0, 0, 0, 0, 0x01};  ///< locally administered defaults
   std::array<std::uint8_t, 6> dst_mac{0x02, 0, 0, 0, 0, 0x02};
 };

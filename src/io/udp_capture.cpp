@@ -26,6 +26,7 @@ void UdpEndpoint::capture(const IpAddr& src, std::uint16_t sport, const IpAddr& 
   f.flow_label = src.family == AF_INET6 ? flow : 0;
   f.dscp = static_cast<std::uint8_t>((tos >> 2) & 0x3F);
   f.ecn = static_cast<std::uint8_t>(tos & 3);
+  f.ipv4_id = 0;  // as sent (DF, unconnected socket): the capture's ICRCs check
   (void)pcap_->write(f, h, pl, tr);
 }
 

@@ -66,6 +66,7 @@ bool UdpEndpoint::open(std::string& err) {
     err = "udp endpoint: GSO is not available in SRv6 mode (raw sockets)";
     return false;
   }
+  rocev2_icrc_ = cfg_.rocev2_icrc && cfg_.engine.icrc;
   engine::EndpointConfig ec = cfg_.engine;
   ec.num_ports = static_cast<std::uint32_t>(np);
   if (cfg_.gso_burst != 0) ec.tun.ev_burst = cfg_.gso_burst;

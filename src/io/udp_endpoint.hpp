@@ -9,6 +9,9 @@
 // The flow label is set per packet through IPV6_FLOWINFO_SEND. A send socket exists per
 // (plane, sport), created on the first use of that sport. Packets are batched per plane and sent with
 // sendmmsg per socket as header / payload (a view into the registered region) / trailer iovecs: no copy.
+// The ICRC is RoCEv2's (docs/wire-format.md W22): the engine's, over BTH onward, XORed with what the
+// masked IP/UDP headers add (wire::icrc_prefix_xor, no second pass over the payload); on receive the
+// same XOR goes to the engine in RxMeta::icrc_xor.
 //
 // SRv6 mode (IPv6 only): the plane addresses are the hosts' final uSID addresses. EV value v
 // follows path v % srv6.paths.size() (set_srv6_paths() replaces the list: a controller's table of
@@ -97,8 +100,12 @@ struct UdpConfig {
   std::uint32_t gso_burst = 0;
   int socket_buffer = 8 << 20;        ///< SO_SNDBUF / SO_RCVBUF (FORCE when permitted)
   std::uint32_t queue_depth = 16384;  ///< command / completion / event rings (threaded mode)
-  engine::EndpointConfig engine;      ///< num_ports is set from planes
-  ImpairConfig impair;                ///< applied to received packets
+  /// The ICRC covers the masked IPv4/IPv6 + UDP headers as well, as RoCEv2's does (docs/wire-format.md
+  /// W22): computed on send, checked on receive (IPv4: any identification). Off: the engine's ICRC
+  /// without them (W16), what the simulator sends. Needs engine.icrc.
+  bool rocev2_icrc = true;
+  engine::EndpointConfig engine;  ///< num_ports is set from planes
+  ImpairConfig impair;            ///< applied to received packets
 };
 
 struct PlaneCounters {
@@ -302,6 +309,10 @@ class UdpEndpoint {
   void read_links(Time now);
   void query_suspect_links(Time now);
   std::uint32_t lookup_peer(std::uint32_t plane, const sockaddr_in6& src) const;
+  /// What folds RoCEv2's masked IP/UDP headers of a datagram (addresses in network order, IPv4 ID 0)
+  /// into the engine's ICRC of its `mrc_len` bytes (BTH .. ICRC): wire::icrc_prefix_xor.
+  std::uint32_t icrc_xor(const std::uint8_t* src, const std::uint8_t* dst, std::uint16_t sport,
+                         std::uint16_t dport, std::size_t mrc_len) const;
 
   /// A peer's address on one plane (IPv4 in the first 4 bytes, the rest zero).
   struct PeerKey {
@@ -316,6 +327,7 @@ class UdpEndpoint {
 
   UdpConfig cfg_;
   int family_ = AF_INET;
+  bool rocev2_icrc_ = false;  ///< cfg_.rocev2_icrc && cfg_.engine.icrc
   std::unique_ptr<engine::Endpoint> ep_;
   std::vector<Plane> planes_;
   std::vector<PlaneCounters> plane_ctr_;

@@ -71,17 +71,20 @@ std::size_t UdpEndpoint::receive_plane(std::uint32_t plane, Time now) {
     if (meta.trimmed || meta.trimmed_lasthop) ++pc.rx_trimmed;
     const auto* data = static_cast<const std::uint8_t*>(p.rx_iov[static_cast<std::size_t>(k)].iov_base);
     if (gro_size < len) pc.rx_gro_packets += (len + gro_size - 1) / gro_size;
+    const std::uint8_t* from_addr = reinterpret_cast<const std::uint8_t*>(&src.sin6_addr);
+    if (src.sin6_family == AF_INET)
+      from_addr = reinterpret_cast<const std::uint8_t*>(&src) + offsetof(sockaddr_in, sin_addr);
+    meta.icrc_any_ipv4_id = family_ == AF_INET;
     for (std::uint32_t off = 0; off < len; off += gro_size) {
       const std::span<const std::uint8_t> bytes(data + off, std::min(gro_size, len - off));
       ++pc.rx_packets;
+      // A trimmed packet has no ICRC; an authenticated one's tag ignores the XOR.
+      const bool has_icrc = rocev2_icrc_ && !meta.trimmed && !meta.trimmed_lasthop && bytes.size() >= 16;
+      meta.icrc_xor = has_icrc ? icrc_xor(from_addr, p.addr.bytes.data(), sport, cfg_.port, bytes.size()) : 0;
       if (pcap_ != nullptr) {
         IpAddr from;
         from.family = src.sin6_family;
-        if (from.family == AF_INET)
-          std::memcpy(from.bytes.data(),
-                      reinterpret_cast<const std::uint8_t*>(&src) + offsetof(sockaddr_in, sin_addr), 4);
-        else
-          std::memcpy(from.bytes.data(), &src.sin6_addr, 16);
+        std::memcpy(from.bytes.data(), from_addr, from.family == AF_INET ? 4 : 16);
         capture(from, sport, p.addr, cfg_.port, flowinfo & kFlowLabelMask, tos, bytes, {}, {});
       }
       if (impair_.enabled()) {

@@ -60,6 +60,19 @@ std::int32_t UdpEndpoint::send_socket(std::uint32_t plane, std::uint16_t sport) 
   return p.sock_of_sport[idx];
 }
 
+std::uint32_t UdpEndpoint::icrc_xor(const std::uint8_t* src, const std::uint8_t* dst, std::uint16_t sport,
+                                    std::uint16_t dport, std::size_t mrc_len) const {
+  std::uint8_t pre[wire::kMaskedIpv6UdpSize];
+  if (family_ == AF_INET6) {
+    wire::masked_ipv6_udp(pre, src, dst, sport, dport, mrc_len);
+    return wire::icrc_prefix_xor(pre, mrc_len - wire::kIcrcSize);
+  }
+  // IPv4 ID 0: what Linux sends from an unconnected socket with DF (IP_PMTUDISC_DO); the receiver
+  // accepts any ID, which it cannot see.
+  wire::masked_ipv4_udp(pre, src, dst, sport, dport, mrc_len, 0);
+  return wire::icrc_prefix_xor({pre, wire::kMaskedIpv4UdpSize}, mrc_len - wire::kIcrcSize);
+}
+
 void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
   const std::uint32_t plane = pkt.port;
   if (plane >= planes_.size()) return;
@@ -79,6 +92,10 @@ void UdpEndpoint::enqueue(const engine::TxPacket& pkt) {
   s.pkt = pkt;
   s.sock = sock;
   const Peer& peer = peers_[pkt.peer - 1];
+  // Over the peer's final address in SRv6 mode too: the one the packet arrives with.
+  if (rocev2_icrc_)
+    s.pkt.xor_icrc(icrc_xor(p.addr.bytes.data(), peer.addrs[plane].bytes.data(), sport,
+                            ntohs(peer.dst[plane].sin6_port), s.pkt.wire_size()));
   s.dst = peer.dst[plane];
   s.dst_len = peer.dst_len[plane];
   if (cfg_.ev_mode == EvMode::kStev) s.dst.sin6_flowinfo = htonl(flow_label_of(pkt.ev.value));

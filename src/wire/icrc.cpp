@@ -4,6 +4,7 @@
 // with PCLMULQDQ (128-bit, ~5x the tables on 4 KiB) or VPCLMULQDQ+AVX2 (256-bit, ~11x; bench:
 // BM_Crc32_4K).
 #include <array>
+#include <cstring>
 
 #include "wire/packet.hpp"
 
@@ -218,6 +219,124 @@ std::uint32_t icrc_with_prefix(std::span<const std::uint8_t> masked_ip_udp,
 std::uint32_t icrc(std::span<const std::uint8_t> headers, std::span<const std::uint8_t> payload,
                    std::uint8_t pad_cnt) {
   return icrc_with_prefix({}, headers, payload, pad_cnt);
+}
+
+// --- Moving an ICRC onto an IP/UDP prefix ------------------------------------------------------
+// The register update is linear, so inserting a prefix changes the final register by (the prefix's
+// own effect on the register) times x^(8 * bytes after it) mod P. Polynomials below are in the
+// register layout: bit i is the coefficient of x^(31-i), so x^0 is 0x80000000.
+namespace {
+
+/// a * b mod P.
+constexpr std::uint32_t gf_mul(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t p = 0;
+  for (std::uint32_t m = 0x80000000u; m != 0; m >>= 1) {
+    if (a & m) p ^= b;
+    b = (b & 1u) ? (b >> 1) ^ kPolyReflected : b >> 1;  // b * x
+  }
+  return p;
+}
+
+constexpr std::uint32_t kX1 = 0x40000000u;  // x
+// x^32 = p(x) with constant term 1, so x * (x^31 + (p(x) - 1) / x) = 1.
+constexpr std::uint32_t kXInv = ((kPolyReflected & 0x7FFFFFFFu) << 1) | 1u;
+static_assert(gf_mul(kX1, kXInv) == 0x80000000u);
+
+constexpr std::uint32_t gf_pow(std::uint32_t base, std::uint64_t e) {
+  std::uint32_t r = 0x80000000u;
+  for (; e != 0; e >>= 1, base = gf_mul(base, base))
+    if (e & 1u) r = gf_mul(r, base);
+  return r;
+}
+
+/// x^(8n) (forward) and x^(-8n - 32) (inverse, for the IPv4 ID) for n < 2^16 as (hi byte, lo byte)
+/// tables: one multiplication joins them.
+struct ShiftTables {
+  std::array<std::uint32_t, 256> fwd_lo, fwd_hi, inv_lo, inv_hi;
+};
+ShiftTables make_shift_tables() {
+  ShiftTables t{};
+  const std::uint32_t x8 = gf_pow(kX1, 8), x2048 = gf_pow(x8, 256);
+  const std::uint32_t xi8 = gf_pow(kXInv, 8), xi2048 = gf_pow(xi8, 256);
+  std::uint32_t f = 0x80000000u, F = 0x80000000u, i = gf_pow(kXInv, 32), I = 0x80000000u;
+  for (std::size_t k = 0; k < 256; ++k) {
+    t.fwd_lo[k] = f;
+    t.fwd_hi[k] = F;
+    t.inv_lo[k] = i;
+    t.inv_hi[k] = I;
+    f = gf_mul(f, x8);
+    F = gf_mul(F, x2048);
+    i = gf_mul(i, xi8);
+    I = gf_mul(I, xi2048);
+  }
+  return t;
+}
+const ShiftTables kShift = make_shift_tables();
+
+/// The register after the 8 x 0xFF placeholder, where the prefix starts.
+const std::uint32_t kAfterLrh = [] {
+  static constexpr std::uint8_t kOnes[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  return advance_table(0xFFFFFFFFu, kOnes, sizeof kOnes);
+}();
+
+inline void put16(std::uint8_t* p, std::size_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+
+/// UDP header (checksum masked) of a datagram carrying mrc_len bytes.
+inline void masked_udp(std::uint8_t* u, std::uint16_t sport, std::uint16_t dport, std::size_t mrc_len) {
+  put16(u, sport);
+  put16(u + 2, dport);
+  put16(u + 4, 8 + mrc_len);
+  u[6] = u[7] = 0xFF;
+}
+
+constexpr std::uint8_t kIpProtoUdp = 17;
+constexpr std::size_t kIpv4IdTail = 20 - 6 + 8;  ///< prefix bytes after the IPv4 ID (flags .. UDP)
+
+}  // namespace
+
+void masked_ipv4_udp(std::uint8_t* out, const std::uint8_t src[4], const std::uint8_t dst[4],
+                     std::uint16_t sport, std::uint16_t dport, std::size_t mrc_len, std::uint16_t ipv4_id) {
+  out[0] = 0x45;  // version 4, 5 words
+  out[1] = 0xFF;  // TOS
+  put16(out + 2, kMaskedIpv4UdpSize + mrc_len);
+  put16(out + 4, ipv4_id);
+  out[6] = 0x40;  // DF, fragment offset 0
+  out[7] = 0;
+  out[8] = 0xFF;  // TTL
+  out[9] = kIpProtoUdp;
+  out[10] = out[11] = 0xFF;  // header checksum
+  std::memcpy(out + 12, src, 4);
+  std::memcpy(out + 16, dst, 4);
+  masked_udp(out + 20, sport, dport, mrc_len);
+}
+
+void masked_ipv6_udp(std::uint8_t* out, const std::uint8_t src[16], const std::uint8_t dst[16],
+                     std::uint16_t sport, std::uint16_t dport, std::size_t mrc_len) {
+  out[0] = 0x6F;  // version 6; traffic class and flow label all-ones
+  out[1] = out[2] = out[3] = 0xFF;
+  put16(out + 4, 8 + mrc_len);
+  out[6] = kIpProtoUdp;
+  out[7] = 0xFF;  // hop limit
+  std::memcpy(out + 8, src, 16);
+  std::memcpy(out + 24, dst, 16);
+  masked_udp(out + 40, sport, dport, mrc_len);
+}
+
+std::uint32_t icrc_prefix_xor(std::span<const std::uint8_t> masked_ip_udp, std::size_t rest_len) {
+  const std::uint32_t d = advance_table(kAfterLrh, masked_ip_udp.data(), masked_ip_udp.size()) ^ kAfterLrh;
+  const std::uint32_t shift = gf_mul(kShift.fwd_hi[(rest_len >> 8) & 0xFFu], kShift.fwd_lo[rest_len & 0xFFu]);
+  return gf_mul(d, shift);
+}
+
+bool icrc_explained_by_ipv4_id(std::uint32_t diff, std::size_t rest_len) {
+  // diff = V * x^32 * x^(8m) for the ID's 16-bit polynomial V (degree < 16, register bits 31-16),
+  // m the bytes after the ID.
+  const std::size_t m = kIpv4IdTail + rest_len;
+  const std::uint32_t v = gf_mul(diff, gf_mul(kShift.inv_hi[(m >> 8) & 0xFFu], kShift.inv_lo[m & 0xFFu]));
+  return (v & 0xFFFFu) == 0;
 }
 
 }  // namespace mrc::wire

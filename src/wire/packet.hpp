@@ -263,6 +263,12 @@ struct DecodeOptions {
   /// The network marked this packet as trimmed (DSCP): only the header stack is present;
   /// payload, pad and ICRC are absent and not checked.
   bool trimmed = false;
+  /// verify_icrc: the packet's ICRC covers an IP/UDP prefix (RoCEv2), which the caller has folded into
+  /// this value: the ICRC expected is icrc() ^ icrc_xor (icrc_prefix_xor). 0: no prefix (W16).
+  std::uint32_t icrc_xor = 0;
+  /// verify_icrc with an IPv4 prefix built with ID 0: also accept the ICRC of any other IPv4 ID, which a
+  /// UDP socket cannot see (icrc_explained_by_ipv4_id; docs/wire-format.md W22).
+  bool icrc_any_ipv4_id = false;
 };
 
 /// Parses `in` (BTH first, ICRC last). Never reads outside `in`; any byte string yields either a
@@ -281,6 +287,34 @@ std::uint32_t icrc(std::span<const std::uint8_t> headers, std::span<const std::u
 std::uint32_t icrc_with_prefix(std::span<const std::uint8_t> masked_ip_udp,
                                std::span<const std::uint8_t> headers, std::span<const std::uint8_t> payload,
                                std::uint8_t pad_cnt);
+
+/// Sizes of RoCEv2's masked IP + UDP headers (the ICRC prefix).
+inline constexpr std::size_t kMaskedIpv4UdpSize = 20 + 8;
+inline constexpr std::size_t kMaskedIpv6UdpSize = 40 + 8;
+
+/// Writes into `out` (kMaskedIpv4UdpSize bytes) the IPv4 + UDP headers of a datagram carrying `mrc_len`
+/// bytes (BTH .. ICRC) as RoCEv2's ICRC sees them: no options, DF, identification `ipv4_id`, TOS, TTL and
+/// both checksums all-ones. Addresses in network order.
+void masked_ipv4_udp(std::uint8_t* out, const std::uint8_t src[4], const std::uint8_t dst[4],
+                     std::uint16_t sport, std::uint16_t dport, std::size_t mrc_len,
+                     std::uint16_t ipv4_id = 0);
+
+/// The same for IPv6 (kMaskedIpv6UdpSize bytes): traffic class, flow label, hop limit and the UDP
+/// checksum all-ones; no extension headers.
+void masked_ipv6_udp(std::uint8_t* out, const std::uint8_t src[16], const std::uint8_t dst[16],
+                     std::uint16_t sport, std::uint16_t dport, std::size_t mrc_len);
+
+/// What turns icrc() of a packet whose headers + payload + pad are `rest_len` bytes into
+/// icrc_with_prefix(masked_ip_udp, ...) of the same packet: XOR it in. Costs the prefix's CRC and two
+/// 32-bit carry-less multiplications, whatever the packet's length, so a driver moves the engine's ICRC
+/// onto its IP/UDP headers (and back, on receive) without reading the payload again.
+std::uint32_t icrc_prefix_xor(std::span<const std::uint8_t> masked_ip_udp, std::size_t rest_len);
+
+/// True if `diff` (the ICRC found XOR the one expected with IPv4 ID 0) is exactly what another IPv4
+/// identification makes of it, for a packet whose headers + payload + pad are `rest_len` bytes: the ID
+/// is invariant in RoCEv2's ICRC, yet a receiver on a UDP socket cannot read it. Leaves 16 of the 32
+/// check bits (the other 16 are the ID).
+bool icrc_explained_by_ipv4_id(std::uint32_t diff, std::size_t rest_len);
 
 /// Plain CRC-32 (IEEE, reflected, init/xorout 0xFFFFFFFF) continuation, exposed for tests.
 std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> data);

@@ -1,7 +1,9 @@
 // Two UdpEndpoints on loopback (distinct 127.x.y.z addresses per plane), one connected QP pair,
 // and helpers to move a buffer with RDMA WRITEs and check it arrived byte-exact.
 #pragma once
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -105,6 +107,39 @@ struct IoPair {
     buf.resize(wire::encode(pk, buf));
     EXPECT_FALSE(buf.empty());
     return buf;
+  }
+
+  /// An IPv4 socket address.
+  static sockaddr_in udp4(const char* addr, std::uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    ::inet_pton(AF_INET, addr, &a.sin_addr);
+    return a;
+  }
+  /// A UDP socket bound to addr:port, a forger's (-1 on failure).
+  static int bound_udp4(const char* addr, std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    const sockaddr_in self = udp4(addr, port);
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&self), sizeof self) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  /// Folds RoCEv2's IPv4/UDP prefix (W22) into the ICRC of `pkt`, a packet from src:sport to dst:dport.
+  static void fold_rocev2(std::vector<std::uint8_t>& pkt, const char* src, std::uint16_t sport,
+                          const char* dst, std::uint16_t dport) {
+    in_addr s{}, d{};
+    ::inet_pton(AF_INET, src, &s);
+    ::inet_pton(AF_INET, dst, &d);
+    std::uint8_t pre[wire::kMaskedIpv4UdpSize];
+    wire::masked_ipv4_udp(pre, reinterpret_cast<const std::uint8_t*>(&s),
+                          reinterpret_cast<const std::uint8_t*>(&d), sport, dport, pkt.size());
+    const std::uint32_t x = wire::icrc_prefix_xor(pre, pkt.size() - wire::kIcrcSize);
+    for (std::size_t i = 0; i < wire::kIcrcSize; ++i)
+      pkt[pkt.size() - wire::kIcrcSize + i] ^= static_cast<std::uint8_t>(x >> (8 * i));
   }
 
   engine::SendWr wr(std::uint64_t id, std::size_t off, std::uint32_t len, bool imm = false) const {

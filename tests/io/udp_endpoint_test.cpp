@@ -197,23 +197,16 @@ TEST(UdpEndpoint, UnknownSourceIsDroppedAndNeverWritesMemory) {
   ASSERT_TRUE(p.open(kPlanes, 1 << 16, 44));
   // A well-formed WRITE to b's QP with the right rkey and the expected PSN, from an address that
   // is not a's address on plane 0 (127.44.1.9 instead of .1).
-  const std::vector<std::uint8_t> buf = p.forged_write(1024);
+  std::vector<std::uint8_t> buf = p.forged_write(1024);
   const std::size_t len = buf.size();
   ASSERT_GT(len, 0u);
+  IoPair::fold_rocev2(buf, "127.44.1.9", 50000, "127.44.1.2", 4791);
 
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  const int fd = IoPair::bound_udp4("127.44.1.9", 50000);
   ASSERT_GE(fd, 0);
-  sockaddr_in self{};
-  self.sin_family = AF_INET;
-  self.sin_port = htons(50000);
-  ::inet_pton(AF_INET, "127.44.1.9", &self.sin_addr);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&self), sizeof self), 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(4791);
-  ::inet_pton(AF_INET, "127.44.1.2", &to.sin_addr);
+  const sockaddr_in to = IoPair::udp4("127.44.1.2", 4791);
   for (int i = 0; i < 5; ++i)
-    ASSERT_EQ(::sendto(fd, buf.data(), len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+    ASSERT_EQ(::sendto(fd, buf.data(), len, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to),
               static_cast<ssize_t>(len));
   ::close(fd);
   for (int i = 0; i < 1000 && p.b->plane_counters()[0].rx_packets < 5; ++i) p.b->progress(1'000'000);
@@ -222,6 +215,42 @@ TEST(UdpEndpoint, UnknownSourceIsDroppedAndNeverWritesMemory) {
   EXPECT_EQ(p.b->engine().counters().rx_wrong_peer, 5u);
   EXPECT_EQ(p.b->engine().qp(p.qb)->counters().bytes_placed, 0u);
   EXPECT_TRUE(std::all_of(p.dst.begin(), p.dst.end(), [](std::uint8_t x) { return x == 0; }));
+}
+
+TEST(UdpEndpoint, ReceiveChecksTheRoceV2IcrcOverTheIpUdpHeaders) {
+  // W22: the ICRC covers the masked IPv4 + UDP headers. The same WRITE from a's plane-0 address with
+  // the engine's ICRC alone (W16), or folded for another source port, is dropped as a bad packet;
+  // folded for the datagram it rides in, it is placed.
+  IoPair p;
+  ASSERT_TRUE(p.open(kPlanes, 1 << 16, 46));
+  const std::vector<std::uint8_t> w16 = p.forged_write(1024);
+  ASSERT_FALSE(w16.empty());
+  const int fd = IoPair::bound_udp4("127.46.1.1", 50001);
+  ASSERT_GE(fd, 0);
+  const sockaddr_in to = IoPair::udp4("127.46.1.2", 4791);
+  auto other_port = w16;
+  IoPair::fold_rocev2(other_port, "127.46.1.1", 50002, "127.46.1.2", 4791);
+  auto good = w16;
+  IoPair::fold_rocev2(good, "127.46.1.1", 50001, "127.46.1.2", 4791);
+  const auto send = [&](const std::vector<std::uint8_t>& b) {
+    ASSERT_EQ(::sendto(fd, b.data(), b.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to),
+              static_cast<ssize_t>(b.size()));
+  };
+  const auto wait_rx = [&](std::uint64_t n) {
+    for (int i = 0; i < 1000 && p.b->plane_counters()[0].rx_packets < n; ++i) p.b->progress(1'000'000);
+  };
+  send(w16);
+  send(other_port);
+  wait_rx(2);
+  EXPECT_EQ(p.b->engine().counters().rx_bad_packet, 2u);
+  EXPECT_EQ(p.b->engine().qp(p.qb)->counters().bytes_placed, 0u);
+  send(good);
+  wait_rx(3);
+  for (int i = 0; i < 100 && p.b->engine().qp(p.qb)->counters().bytes_placed == 0; ++i)
+    p.b->progress(1'000'000);
+  EXPECT_EQ(p.b->engine().counters().rx_bad_packet, 2u);
+  EXPECT_EQ(p.b->engine().qp(p.qb)->counters().bytes_placed, 1024u);
+  ::close(fd);
 }
 
 TEST(UdpEndpoint, DscpAndEcnFromTheIpHeaderReachTheEngine) {
@@ -246,7 +275,7 @@ TEST(UdpEndpoint, DscpAndEcnFromTheIpHeaderReachTheEngine) {
   to.sin_family = AF_INET;
   to.sin_port = htons(4791);
   ::inet_pton(AF_INET, "127.47.2.2", &to.sin_addr);
-  ASSERT_EQ(::sendto(fd, buf.data(), hl, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+  ASSERT_EQ(::sendto(fd, buf.data(), hl, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to),
             static_cast<ssize_t>(hl));
   ::close(fd);
   for (int i = 0; i < 1000 && p.b->plane_counters()[1].rx_packets < 1; ++i) p.b->progress(1'000'000);

@@ -148,20 +148,37 @@ class Sender {
       sockaddr_in me{};
       me.sin_family = AF_INET;
       me.sin_addr = o.from;
-      if (::bind(fd_, reinterpret_cast<const sockaddr*>(&me), sizeof me) != 0) {
+      socklen_t len = sizeof me_;
+      if (::bind(fd_, reinterpret_cast<const sockaddr*>(&me), sizeof me) != 0 ||
+          ::getsockname(fd_, reinterpret_cast<sockaddr*>(&me_), &len) != 0) {
         std::perror("mrc_forge: bind --from");
         std::exit(1);
       }
     }
   }
+  /// The receiver checks RoCEv2's ICRC, over the IP/UDP headers too (docs/wire-format.md W22): a blind
+  /// attacker computes it like anyone (any IPv4 ID is accepted, so the kernel's is fine).
+  void fold_rocev2(std::vector<std::uint8_t>& pkt, std::uint16_t sport_be, const sockaddr_in& to) const {
+    if (pkt.size() < 16) return;
+    std::uint8_t pre[wire::kMaskedIpv4UdpSize];
+    wire::masked_ipv4_udp(pre, reinterpret_cast<const std::uint8_t*>(&o_.from),
+                          reinterpret_cast<const std::uint8_t*>(&to.sin_addr), ntohs(sport_be),
+                          ntohs(to.sin_port), pkt.size());
+    const std::uint32_t x = wire::icrc_prefix_xor(pre, pkt.size() - wire::kIcrcSize);
+    for (std::size_t i = 0; i < wire::kIcrcSize; ++i)
+      pkt[pkt.size() - wire::kIcrcSize + i] ^= static_cast<std::uint8_t>(x >> (8 * i));
+  }
   ~Sender() { ::close(fd_); }
-  void send(const std::vector<std::uint8_t>& pkt, const sockaddr_in& to) {
+  void send(std::vector<std::uint8_t> pkt, const sockaddr_in& to) {
     pace();
     if (!o_.spoof) {
+      fold_rocev2(pkt, me_.sin_port, to);
       if (::sendto(fd_, pkt.data(), pkt.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0)
         ++errors_;
       return;
     }
+    const auto sport = htons(static_cast<std::uint16_t>(49152 + (sent_ & 0x3FFF)));
+    fold_rocev2(pkt, sport, to);
     std::vector<std::uint8_t> d(sizeof(iphdr) + sizeof(udphdr) + pkt.size());
     auto* ip = reinterpret_cast<iphdr*>(d.data());
     ip->version = 4;
@@ -171,8 +188,9 @@ class Sender {
     ip->tot_len = htons(static_cast<std::uint16_t>(d.size()));
     ip->saddr = o_.from.s_addr;
     ip->daddr = to.sin_addr.s_addr;  // the kernel fills the id and the header checksum
+    ip->frag_off = htons(IP_DF);     // as RoCEv2's ICRC (W22) expects
     auto* u = reinterpret_cast<udphdr*>(d.data() + sizeof(iphdr));
-    u->source = htons(static_cast<std::uint16_t>(49152 + (sent_ & 0x3FFF)));
+    u->source = sport;
     u->dest = to.sin_port;
     u->len = htons(static_cast<std::uint16_t>(sizeof(udphdr) + pkt.size()));
     std::memcpy(d.data() + sizeof(iphdr) + sizeof(udphdr), pkt.data(), pkt.size());
@@ -204,6 +222,7 @@ class Sender {
   double start_ = 0;
   const Options& o_;
   int fd_ = -1;
+  sockaddr_in me_{};  ///< the bound address and port (without --spoof)
 };
 
 std::vector<std::uint8_t> encode(const wire::Packet& p) {

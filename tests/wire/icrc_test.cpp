@@ -8,6 +8,7 @@
 
 #include "common/rng.hpp"
 #include "wire/packet.hpp"
+#include "wire_test_util.hpp"
 
 namespace mrc::wire {
 namespace {
@@ -172,6 +173,107 @@ TEST(Icrc, MatchesRealRoceV2Capture) {
   const std::span<const std::uint8_t> f(frame);
   const std::uint32_t c = icrc_with_prefix(ipudp, f.subspan(42, 12), f.subspan(54, 16), 0);
   EXPECT_EQ(c, 0x2A00FD82u);  // wire bytes 82 fd 00 2a read little-endian
+}
+
+TEST(Icrc, MaskedPrefixOfTheConnectXCaptureAndAnyIpv4Id) {
+  // The same frame: masked_ipv4_udp rebuilds its masked header from addresses, ports and length, and
+  // with the frame's own ID (0x718c) gives its ICRC. With ID 0 (what a UDP-socket receiver must assume)
+  // the difference is what an IPv4 ID explains; a corrupted packet's is not.
+  const std::vector<std::uint8_t> f =
+      hex("0a00 1101 0a00 1201"  // source, destination
+          "8100 ffff 4000 0118 0000 0000"
+          "0000 0000 0000 0000 0000 0000 0000 0000");
+  const std::span<const std::uint8_t> bth = std::span(f).subspan(8, 12), pl = std::span(f).subspan(20, 16);
+  const std::size_t mrc_len = 12 + 16 + 4;
+  std::uint8_t pre[kMaskedIpv4UdpSize];
+  masked_ipv4_udp(pre, &f[0], &f[4], 0, 4791, mrc_len, 0x718c);
+  EXPECT_EQ(icrc_with_prefix(pre, bth, pl, 0), 0x2A00FD82u);
+  EXPECT_EQ(icrc(bth, pl, 0) ^ icrc_prefix_xor(pre, 28), 0x2A00FD82u);
+
+  masked_ipv4_udp(pre, &f[0], &f[4], 0, 4791, mrc_len, 0);
+  const std::uint32_t id0 = icrc_with_prefix(pre, bth, pl, 0);
+  EXPECT_NE(id0, 0x2A00FD82u);
+  EXPECT_TRUE(icrc_explained_by_ipv4_id(id0 ^ 0x2A00FD82u, 28));
+  EXPECT_FALSE(icrc_explained_by_ipv4_id(id0 ^ 0x2A00FD83u, 28));
+  EXPECT_FALSE(icrc_explained_by_ipv4_id(id0 ^ 0x2A00FD82u, 32));  // wrong length: wrong position
+  // Every ID is explained, at every length; a change elsewhere (here the destination port) is not.
+  Rng rng(7);
+  for (int t = 0; t < 200; ++t) {
+    std::vector<std::uint8_t> body(12 + rng.below(2000) * 4);
+    for (auto& b : body) b = static_cast<std::uint8_t>(rng.next());
+    const std::span<const std::uint8_t> h = std::span(body).first(12), p = std::span(body).subspan(12);
+    const auto id = static_cast<std::uint16_t>(1 + rng.below(65535));
+    masked_ipv4_udp(pre, &f[0], &f[4], 49152, 4791, body.size() + 4, id);
+    const std::uint32_t real = icrc_with_prefix(pre, h, p, 0);
+    masked_ipv4_udp(pre, &f[0], &f[4], 49152, 4791, body.size() + 4, 0);
+    const std::uint32_t assumed = icrc_with_prefix(pre, h, p, 0);
+    EXPECT_TRUE(icrc_explained_by_ipv4_id(real ^ assumed, body.size())) << t;
+    masked_ipv4_udp(pre, &f[0], &f[4], 49152, 4792, body.size() + 4, 0);
+    EXPECT_FALSE(icrc_explained_by_ipv4_id(real ^ icrc_with_prefix(pre, h, p, 0), body.size())) << t;
+  }
+}
+
+TEST(Icrc, PrefixXorMovesTheIcrcOntoIpUdp) {
+  // icrc() ^ icrc_prefix_xor(prefix, n) == icrc_with_prefix(prefix, ...) for IPv4 and IPv6 prefixes,
+  // short and long packets (both halves of the shift table), with and without pad.
+  Rng rng(11);
+  std::uint8_t a4[4] = {10, 0, 0, 1}, b4[4] = {10, 0, 0, 2};
+  std::uint8_t a6[16], b6[16];
+  for (int i = 0; i < 16; ++i)
+    a6[i] = static_cast<std::uint8_t>(rng.next()), b6[i] = static_cast<std::uint8_t>(i);
+  for (std::size_t len : {12u, 13u, 40u, 255u, 256u, 257u, 1500u, 4096u, 4147u, 9000u, 65000u}) {
+    std::vector<std::uint8_t> body(len);
+    for (auto& b : body) b = static_cast<std::uint8_t>(rng.next());
+    const auto h = std::span<const std::uint8_t>(body).first(12);
+    const auto p = std::span<const std::uint8_t>(body).subspan(12);
+    const std::uint8_t pad = static_cast<std::uint8_t>(len % 4);
+    const std::size_t rest = len + pad, mrc_len = rest + kIcrcSize;
+    std::uint8_t pre4[kMaskedIpv4UdpSize], pre6[kMaskedIpv6UdpSize];
+    masked_ipv4_udp(pre4, a4, b4, static_cast<std::uint16_t>(rng.next()), 4791, mrc_len);
+    masked_ipv6_udp(pre6, a6, b6, static_cast<std::uint16_t>(rng.next()), 4971, mrc_len);
+    EXPECT_EQ(icrc(h, p, pad) ^ icrc_prefix_xor(pre4, rest), icrc_with_prefix(pre4, h, p, pad)) << len;
+    EXPECT_EQ(icrc(h, p, pad) ^ icrc_prefix_xor(pre6, rest), icrc_with_prefix(pre6, h, p, pad)) << len;
+    EXPECT_NE(icrc_prefix_xor(pre4, rest), 0u);
+  }
+  // The IPv6 masking: traffic class, flow label, hop limit and UDP checksum all-ones; lengths counted.
+  std::uint8_t pre6[kMaskedIpv6UdpSize];
+  masked_ipv6_udp(pre6, a6, b6, 0x1234, 4791, 100);
+  EXPECT_EQ(pre6[0], 0x6F);
+  EXPECT_EQ(pre6[3], 0xFF);
+  EXPECT_EQ(pre6[4] * 256 + pre6[5], 108);
+  EXPECT_EQ(pre6[6], 17);
+  EXPECT_EQ(pre6[7], 0xFF);
+  EXPECT_EQ(pre6[44] * 256 + pre6[45], 108);
+  EXPECT_EQ(pre6[46] & pre6[47], 0xFF);
+}
+
+TEST(Icrc, DecodeChecksTheRoceV2IcrcWithItsXor) {
+  std::uint8_t a4[4] = {192, 168, 1, 1}, b4[4] = {192, 168, 1, 2};
+  Packet pk;
+  pk.bth.opcode = Opcode::kAck;
+  pk.bth.dest_qp = 77;
+  pk.bth.psn = 9;
+  std::vector<std::uint8_t> bytes = test::encode_vec(pk);  // W16 ICRC
+  std::uint8_t pre[kMaskedIpv4UdpSize];
+  masked_ipv4_udp(pre, a4, b4, 50000, 4791, bytes.size(), 0);
+  const std::uint32_t x = icrc_prefix_xor(pre, bytes.size() - kIcrcSize);
+  Packet out;
+  DecodeOptions opt;
+  opt.verify_icrc = true;
+  ASSERT_EQ(decode(bytes, out, opt), Error::kOk);  // W16 as sent
+  opt.icrc_xor = x;
+  EXPECT_EQ(decode(bytes, out, opt), Error::kBadIcrc);  // a receiver expecting RoCEv2's
+  for (std::size_t i = 0; i < 4; ++i) bytes[bytes.size() - 4 + i] ^= static_cast<std::uint8_t>(x >> (8 * i));
+  EXPECT_EQ(decode(bytes, out, opt), Error::kOk);
+  // Sent with IPv4 ID 0x1234: refused unless the receiver accepts any ID.
+  masked_ipv4_udp(pre, a4, b4, 50000, 4791, bytes.size(), 0x1234);
+  const std::uint32_t y = icrc_prefix_xor(pre, bytes.size() - kIcrcSize) ^ x;
+  for (std::size_t i = 0; i < 4; ++i) bytes[bytes.size() - 4 + i] ^= static_cast<std::uint8_t>(y >> (8 * i));
+  EXPECT_EQ(decode(bytes, out, opt), Error::kBadIcrc);
+  opt.icrc_any_ipv4_id = true;
+  EXPECT_EQ(decode(bytes, out, opt), Error::kOk);
+  bytes[bytes.size() - 1] ^= 1;
+  EXPECT_EQ(decode(bytes, out, opt), Error::kBadIcrc);
 }
 
 }  // namespace

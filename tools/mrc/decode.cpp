@@ -5,9 +5,10 @@
 // bytes as hex (BTH .. ICRC): --hex arguments, or a text file / stdin with one packet per line.
 // Field names are those of docs/wire-format.md (wire::describe). Undecodable input: exit 2, with
 // the reason and the byte offset (in the MRC packet; pcap: also in the frame) on stderr and in
-// that packet's JSON object. The ICRC is checked both as this project computes it by default (no
-// IP/UDP pseudo header, W16) and, for pcap input, as the RoCEv2 invariant CRC over the masked
-// IP/UDP headers; neither mismatch is an error (the object says which matched).
+// that packet's JSON object. The ICRC is checked both without the IP/UDP headers (W16, the
+// simulator's) and, for pcap input, as the RoCEv2 invariant CRC over the frame's masked IP/UDP
+// headers (W22, what the UDP endpoint sends); neither mismatch is an error (the object says which
+// matched).
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cstdint>
@@ -201,7 +202,7 @@ void emit(std::size_t frame, std::span<const std::uint8_t> mrc, const Udp* udp, 
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%08x", p.icrc);
     ic["value"] = hex;
-    ic["mrc"] = wire::icrc(hdr, p.payload, pad) == p.icrc;  // W16: no pseudo header
+    ic["mrc"] = wire::icrc(hdr, p.payload, pad) == p.icrc;  // W16: no IP/UDP headers
     if (udp != nullptr)
       ic["rocev2"] = wire::icrc_with_prefix(udp->masked_ip_udp, hdr, p.payload, pad) == p.icrc;
     o["icrc"] = ic;

@@ -172,6 +172,8 @@ field("trimmed", ProtoField.bool("mrc.trimmed", "Trimmed (header stack only, no 
 field("icrc", ProtoField.uint32("mrc.icrc", "ICRC", base.HEX))
 field("icrc_computed", ProtoField.uint32("mrc.icrc.computed", "ICRC (computed)", base.HEX))
 field("icrc_good", ProtoField.bool("mrc.icrc.good", "ICRC good"))
+field("icrc_rocev2", ProtoField.bool("mrc.icrc.rocev2", "RoCEv2 ICRC (masked IP/UDP headers) good"))
+field("icrc_no_ip", ProtoField.bool("mrc.icrc.no_ip", "ICRC without IP/UDP headers (W16) good"))
 
 local field_list = {}
 for _, pf in pairs(F) do field_list[#field_list + 1] = pf end
@@ -187,16 +189,21 @@ local E = {
   unknown_op = ProtoExpert.new("mrc.expert.unknown_opcode", "Opcode in the MRC range but not defined by MRC v1",
                                expert.group.UNDECODED, expert.severity.WARN),
   bad_icrc = ProtoExpert.new("mrc.expert.bad_icrc", "ICRC mismatch", expert.group.CHECKSUM, expert.severity.ERROR),
+  icrc_no_ip = ProtoExpert.new("mrc.expert.icrc_no_ip",
+                               "ICRC without the IP/UDP headers (W16: simulator capture); a RoCEv2 NIC would drop it",
+                               expert.group.CHECKSUM, expert.severity.NOTE),
   bad_pad = ProtoExpert.new("mrc.expert.bad_pad", "Bad padding or length", expert.group.MALFORMED,
                             expert.severity.ERROR),
   trimmed = ProtoExpert.new("mrc.expert.trimmed", "Trimmed packet: header stack only", expert.group.SEQUENCE,
                             expert.severity.NOTE),
   nack = ProtoExpert.new("mrc.expert.nack", "NACK", expert.group.SEQUENCE, expert.severity.NOTE),
 }
-mrc.experts = { E.bad_tver, E.bad_field, E.truncated, E.unknown_op, E.bad_icrc, E.bad_pad, E.trimmed, E.nack }
+mrc.experts = { E.bad_tver, E.bad_field, E.truncated, E.unknown_op, E.bad_icrc, E.bad_pad, E.trimmed, E.nack,
+                E.icrc_no_ip }
 
 mrc.prefs.verify_icrc = Pref.bool("Verify ICRC", true,
-                                  "Compute the MRC ICRC (docs/wire-format.md §5: no IP/UDP pseudo header) and compare")
+                                  "Compute the ICRC and compare (docs/wire-format.md §5): RoCEv2's over the masked " ..
+                                  "IP/UDP headers when the frame has them, and the one without them (W16)")
 mrc.prefs.ext = Pref.bool("Project wire extensions", true,
                           "Show the mrc project's own fields in bytes the public sources leave reserved " ..
                           "(docs/wire-format.md W20): SACK svc_time and cc_flags bits, ERTH/EETH EV, EETH " ..
@@ -224,13 +231,46 @@ local function crc_bytes(crc, s)
   return crc
 end
 
-local function mrc_icrc(tvb, covered_len)
+-- prefix: RoCEv2's masked IP + UDP headers, or "" (W16)
+local function mrc_icrc(tvb, covered_len, prefix)
   local crc = 0xFFFFFFFF
   crc = crc_bytes(crc, string.rep("\255", 8))
+  crc = crc_bytes(crc, prefix)
   crc = crc_bytes(crc, tvb:raw(0, 4))
   crc = crc_bytes(crc, "\255")
   if covered_len > 5 then crc = crc_bytes(crc, tvb:raw(5, covered_len - 5)) end
   return bnot(crc)
+end
+
+-- The innermost IPv4 / IPv6 header and the UDP ports and length of the datagram, masked as RoCEv2's
+-- ICRC sees them (IPv4 TOS, TTL, checksum; IPv6 traffic class, flow label, hop limit; UDP checksum);
+-- nil when the frame has neither (raw MRC bytes) or IPv4 options / IPv6 extension headers.
+local f_ip, f_ipv6 = Field.new("ip"), Field.new("ipv6")
+local f_sport, f_dport, f_ulen = Field.new("udp.srcport"), Field.new("udp.dstport"), Field.new("udp.length")
+
+local function last(...)
+  local all = { ... }
+  return all[#all]
+end
+
+local function masked_ip_udp()
+  local sport, dport, ulen = last(f_sport()), last(f_dport()), last(f_ulen())
+  if sport == nil or dport == nil or ulen == nil then return nil end
+  local ip4, ip6 = last(f_ip()), last(f_ipv6())
+  local ip
+  if ip4 ~= nil and (ip6 == nil or ip4.offset > ip6.offset) then
+    local h = ip4.range
+    if h:len() ~= 20 then return nil end
+    ip = h:raw(0, 1) .. "\255" .. h:raw(2, 6) .. "\255" .. h:raw(9, 1) .. "\255\255" .. h:raw(12, 8)
+  elseif ip6 ~= nil then
+    local h = ip6.range
+    if h:len() < 40 or h(6, 1):uint() ~= 17 then return nil end
+    ip = string.char(bit32.bor(h(0, 1):uint(), 0x0F)) .. "\255\255\255" .. h:raw(4, 3) .. "\255" .. h:raw(8, 32)
+  else
+    return nil
+  end
+  local function be16(v) return string.char(rshift(v, 8), band(v, 0xFF)) end
+  return ip .. be16(sport.value) .. be16(dport.value) .. be16(ulen.value) .. "\255\255"
 end
 
 -------------------------------------------------------------------------------------------------
@@ -532,13 +572,27 @@ function mrc.dissector(tvb, pinfo, tree)
     end
     local icrc_item = root:add_le(F.icrc, tvb(len - 4, 4))
     if mrc.prefs.verify_icrc then
-      local computed = mrc_icrc(tvb, len - 4)
+      -- RoCEv2's (what a NIC checks, W22) when the frame has IP/UDP headers; else, or if it does not
+      -- match, the one without them (W16: simulator captures), marked as such.
       local found = tvb(len - 4, 4):le_uint()
+      local prefix = masked_ip_udp()
+      local no_ip = mrc_icrc(tvb, len - 4, "")
+      local computed = no_ip
+      local rocev2_good = nil
+      if prefix ~= nil then
+        computed = mrc_icrc(tvb, len - 4, prefix)
+        rocev2_good = computed == found
+      end
+      local good = computed == found or no_ip == found
       icrc_item:add(F.icrc_computed, tvb(len - 4, 4), computed):set_generated()
-      icrc_item:add(F.icrc_good, tvb(len - 4, 4), computed == found):set_generated()
-      if computed ~= found then
+      icrc_item:add(F.icrc_good, tvb(len - 4, 4), good):set_generated()
+      if rocev2_good ~= nil then icrc_item:add(F.icrc_rocev2, tvb(len - 4, 4), rocev2_good):set_generated() end
+      icrc_item:add(F.icrc_no_ip, tvb(len - 4, 4), no_ip == found):set_generated()
+      if not good then
         icrc_item:add_proto_expert_info(E.bad_icrc, string.format("ICRC mismatch, computed 0x%08x", computed))
         info = info .. " [bad ICRC]"
+      elseif rocev2_good == false then
+        icrc_item:add_proto_expert_info(E.icrc_no_ip)
       end
     end
   end
