@@ -1,0 +1,140 @@
+// Per-QP state for many QPs (docs/decisions.md D54): the endpoint's deadline heap agrees with the
+// QPs' own deadlines through sends, timers, port changes and destroyed QPs; the PSN ring a small
+// first message sizes grows for a large one without losing data; what an idle QP holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "engine/ev_sets.hpp"
+#include "engine/qp.hpp"
+#include "harness.hpp"
+
+namespace mrc::test {
+namespace {
+
+/// The earliest deadline of the endpoint's QPs, by asking each one.
+Time scan_deadline(const engine::Endpoint& ep) {
+  Time t = kNever;
+  for (const std::uint32_t qpn : ep.qpns()) t = std::min(t, ep.qp(qpn)->next_deadline());
+  return t;
+}
+
+TEST(QpState, EndpointDeadlineIsTheEarliestQpDeadline) {
+  // 300 QPs to peers that never answer: the senders' packets vanish, so their tail probes, RTOs and
+  // retries drive the timers until each sender gives up; the receivers have no deadline.
+  engine::EndpointConfig ec;
+  ec.num_ports = 2;
+  ec.seed = 3;
+  engine::Endpoint ep(ec);
+  std::vector<std::uint8_t> buf(1 << 16, 0x11);
+  const engine::MemoryRegion* mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
+  ASSERT_NE(mr, nullptr);
+  engine::QpConfig qc;
+  qc.evs = engine::make_ev_set(2, 4, 0);
+  qc.sq_depth = qc.rq_depth = 16;
+  qc.timeout = 4;  // RTO 16 us
+  qc.retry_linear = 2;
+  qc.retry_exp = 1;
+  std::vector<std::uint32_t> qpns;
+  for (std::uint32_t i = 0; i < 300; ++i) {
+    qc.seed = i + 1;
+    const std::uint32_t qpn = ep.create_qp(qc);
+    ASSERT_NE(qpn, 0u);
+    engine::QpRemote r;
+    r.peer = 1 + i % 7;
+    r.qpn = 0x100 + i;
+    r.sq_psn = i * 11;
+    r.rq_psn = i * 13;
+    ASSERT_EQ(ep.connect_qp(qpn, r, 0), 0);
+    qpns.push_back(qpn);
+  }
+  EXPECT_EQ(ep.next_deadline(), kNever);  // nobody has sent
+  // Every third QP posts one message (1-3 packets), 700 ns after the previous one, so the senders'
+  // timers interleave; the loop runs whichever comes first, a post or the endpoint's deadline.
+  Time now = 0;
+  std::uint32_t next_post = 0;
+  auto post_time = [&] { return next_post < qpns.size() ? Time{next_post} * 700 / 3 : kNever; };
+  engine::TxPacket tx;
+  std::uint32_t steps = 0, sent = 0, timer_rounds = 0;
+  for (; steps < 1000000; ++steps) {
+    // One packet a step (lost on the way), so the deadline is checked after each transmission.
+    const bool sent_one = ep.poll_tx(tx, now, 0x3);
+    sent += sent_one ? 1 : 0;
+    const Time d = ep.next_deadline();
+    ASSERT_EQ(d, scan_deadline(ep)) << "at step " << steps << ", " << now << " ns";
+    if (steps == 60) {  // destroyed senders leave the heap; a port change touches every QP
+      ASSERT_EQ(ep.destroy_qp(qpns[0]), 0);
+      ASSERT_EQ(ep.destroy_qp(qpns[3]), 0);
+      ep.set_port_up(1, false, now);
+      ASSERT_EQ(ep.next_deadline(), scan_deadline(ep));
+    }
+    if (steps == 90) ep.set_port_up(1, true, now);
+    if (sent_one) continue;
+    const Time p = post_time();
+    if (d == kNever && p == kNever) break;
+    if (p <= d) {
+      now = std::max(now, p);
+      engine::SendWr wr;
+      wr.wr_id = next_post;
+      wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
+      wr.lkey = mr->lkey;
+      wr.length = 4096 * (1 + next_post % 3);
+      wr.rkey = 1;
+      ASSERT_EQ(ep.post_send(qpns[next_post], wr, now), 0);
+      next_post += 3;
+      continue;
+    }
+    now = std::max(now, d);
+    ep.on_timer(now);
+    ++timer_rounds;
+  }
+  EXPECT_EQ(ep.next_deadline(), kNever);  // every sender gave up
+  EXPECT_GT(timer_rounds, 100u);
+  EXPECT_GT(sent, 200u);  // first transmissions (100 QPs, 1-3 packets) and what the timers resent
+  std::uint64_t timeouts = 0;
+  for (const std::uint32_t qpn : ep.qpns()) timeouts += std::as_const(ep).qp(qpn)->counters().timeouts;
+  EXPECT_GT(timeouts, 0u);
+}
+
+TEST(QpState, PsnRingGrowsForALargerMessage) {
+  PairOptions o;
+  o.mpr = 8;  // window 1024 PSNs
+  Pair p(o);
+  const engine::Qp* qa = &std::as_const(p.qpa());
+  const std::size_t idle = qa->memory_bytes();
+  ASSERT_EQ(p.write(1, 0, 100, 0), 0);  // one packet: a 16-slot ring
+  ASSERT_TRUE(p.run_until_completions(1, 0, 10_ms));
+  const std::size_t small = qa->memory_bytes();
+  EXPECT_GT(small, idle);
+  ASSERT_EQ(p.write(2, 0, 1 << 20, 0), 0);  // 256 packets, many in flight at once
+  ASSERT_TRUE(p.run_until_completions(2, 0, 100_ms));
+  EXPECT_TRUE(p.same(0, 1 << 20, 0));
+  const std::size_t large = qa->memory_bytes();
+  EXPECT_GT(large, small);  // the ring doubled at least once
+  // ... and never past the window's 1024 records.
+  EXPECT_LT(large - small, 1024 * 64u);
+}
+
+TEST(QpState, AQpThatOnlySendsHoldsNoResponderBuffers) {
+  PairOptions o;
+  Pair p(o);
+  const engine::Qp* qa = &std::as_const(p.qpa());
+  const engine::Qp* qb = &std::as_const(p.qpb());
+  const std::size_t idle = qa->memory_bytes();
+  EXPECT_EQ(qb->memory_bytes(), idle);    // both connected, neither used yet
+  EXPECT_TRUE(qa->config().evs.empty());  // the EV manager holds the EVs
+  ASSERT_EQ(p.b().post_recv(p.qpn_b(), 9), 0);
+  ASSERT_EQ(p.write(1, 0, 64 * 1024, 0, true), 0);  // a WRITE_WITH_IMM from a to b
+  ASSERT_TRUE(p.run_until_completions(1, 1, 10_ms));
+  EXPECT_TRUE(p.same(0, 64 * 1024, 0));
+  // a allocated its send queue (4096 WRs) and PSN ring; b only its WRITE_IMM slots (128) and
+  // control ring: no send queue, no ring.
+  EXPECT_GT(qa->memory_bytes(), idle + 4096 * 32);
+  EXPECT_LT(qb->memory_bytes(), idle + 8 * 1024);
+  EXPECT_GT(qb->memory_bytes(), idle);
+}
+
+}  // namespace
+}  // namespace mrc::test
