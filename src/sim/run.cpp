@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -142,181 +143,207 @@ void collect_counters(const Hosts& hosts, const Pairs& pairs, std::uint32_t nq, 
   for (std::size_t i = 0; i < r.flows.size(); ++i) r.flows[i].qp = pair_ctr[pairs.of_conn[i]];
 }
 
-/// The run itself, for one host transport (MrcHosts or RoceHosts).
+/// One run for one host transport (MrcHosts or RoceHosts): set up in the constructor, then run().
 template <class Hosts>
-RunResult run_hosts(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::uint32_t nq = cfg.qps_per_peer;
-  RunResult r;
-  r.mtu_wire = Hosts::mtu_wire(cfg);
-  r.ack_wire = Hosts::ack_wire(cfg);
-  r.base_rtt = base_rtt(topo, r.mtu_wire, r.ack_wire);
-  const double rate = topo.links.front().rate_bps;
-  r.nscc =
-      cc::NsccConfig::derive(static_cast<std::uint64_t>(rate) * topo.planes,
-                             static_cast<std::uint32_t>(r.base_rtt), r.mtu_wire, cfg.fabric.queue.trimming);
-  const Pairs pairs = pair_up(m);
-
-  Fabric net(topo, cfg.fabric);
-  for (const LinkFault& f : cfg.faults) net.schedule_fault(f);
-  HostSetup setup{topo, cfg, net, r.base_rtt, r.nscc, 1, pairs.max_load};
-  for (const auto& c : m.conns) setup.max_part = std::max(setup.max_part, (c.bytes + nq - 1) / nq);
-  Hosts hosts(setup);
-  for (std::size_t pi = 0; pi < pairs.ends.size(); ++pi) {
-    const auto [s, d] = pairs.ends[pi];
-    for (std::uint32_t q = 0; q < nq; ++q) {
-      const std::size_t k = pi * nq + q;
-      hosts.connect(k, s, d, q, static_cast<std::uint32_t>(k * 7 + 1) & 0xFFFFFF,
-                    static_cast<std::uint32_t>(k * 13 + 5) & 0xFFFFFF);
+class Runner {
+ public:
+  Runner(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg)
+      : t0_(std::chrono::steady_clock::now()),
+        m_(m),
+        cfg_(cfg),
+        nq_(cfg.qps_per_peer),
+        pairs_(pair_up(m)),
+        deps_(dependents(m)),
+        net_(topo, cfg.fabric) {
+    r_.mtu_wire = Hosts::mtu_wire(cfg);
+    r_.ack_wire = Hosts::ack_wire(cfg);
+    r_.base_rtt = base_rtt(topo, r_.mtu_wire, r_.ack_wire);
+    const double rate = topo.links.front().rate_bps;
+    r_.nscc = cc::NsccConfig::derive(static_cast<std::uint64_t>(rate) * topo.planes,
+                                     static_cast<std::uint32_t>(r_.base_rtt), r_.mtu_wire,
+                                     cfg.fabric.queue.trimming);
+    for (const LinkFault& f : cfg.faults) net_.schedule_fault(f);
+    HostSetup setup{topo, cfg, net_, r_.base_rtt, r_.nscc, 1, pairs_.max_load};
+    for (const auto& c : m.conns) setup.max_part = std::max(setup.max_part, (c.bytes + nq_ - 1) / nq_);
+    hosts_.emplace(setup);
+    for (std::size_t pi = 0; pi < pairs_.ends.size(); ++pi) {
+      const auto [s, d] = pairs_.ends[pi];
+      for (std::uint32_t q = 0; q < nq_; ++q) {
+        const std::size_t k = pi * nq_ + q;
+        hosts_->connect(k, s, d, q, static_cast<std::uint32_t>(k * 7 + 1) & 0xFFFFFF,
+                        static_cast<std::uint32_t>(k * 13 + 5) & 0xFFFFFF);
+      }
     }
+    hosts_->qp_memory_idle(r_);
+
+    r_.flows.resize(m.conns.size());
+    for (std::size_t i = 0; i < m.conns.size(); ++i) r_.flows[i].conn = m.conns[i];
+    parts_done_.assign(m.conns.size(), 0);
+    parts_arrived_.assign(m.conns.size(), 0);
+    remaining_ = static_cast<std::uint32_t>(m.conns.size());
+    net_.set_activity_hook([this](std::uint32_t h) {
+      engine::Completion c;
+      while (hosts_->poll_completion(h, c)) on_completion(c);
+    });
+    for (std::uint32_t i = 0; i < m.conns.size(); ++i)
+      if (m.conns[i].after == ConnSpec::kNoDep) starts_.emplace(m.conns[i].start, i);
+
+    r_.sample_interval = cfg.sample_interval;
+    next_sample_ = cfg.sample_interval > 0 ? cfg.sample_interval : kNever;
+    for (const std::uint32_t i : cfg.sample_conns) {
+      if (i >= m.conns.size()) throw std::invalid_argument("run: sampled connection out of range");
+      sampled_.push_back(pairs_.of_conn[i]);
+    }
+    std::sort(sampled_.begin(), sampled_.end());
+    sampled_.erase(std::unique(sampled_.begin(), sampled_.end()), sampled_.end());
+    if (cfg.sample_conns.empty())
+      for (std::uint32_t pi = 0; pi < pairs_.ends.size(); ++pi) sampled_.push_back(pi);
+
+    prog_.limit = cfg.limit;
+    prog_.flows = static_cast<std::uint32_t>(m.conns.size());
+    for (const ConnSpec& c : m.conns) prog_.bytes += c.bytes;
   }
-  hosts.qp_memory_idle(r);
 
-  const Dependents deps = dependents(m);
-  r.flows.resize(m.conns.size());
-  for (std::size_t i = 0; i < m.conns.size(); ++i) r.flows[i].conn = m.conns[i];
-  std::vector<std::uint32_t> parts_done(m.conns.size(), 0), parts_arrived(m.conns.size(), 0);
-  std::vector<std::uint32_t> ready;  // dependents whose dependency has just arrived
-  std::uint32_t remaining = static_cast<std::uint32_t>(m.conns.size());
+  RunResult run() {
+    loop();
+    if (cfg_.progress) report(true);
+    r_.end = net_.now();
+    r_.net = net_.stats();
+    r_.pool_packets = net_.pool_size();
+    collect_counters(*hosts_, pairs_, nq_, r_);
+    hosts_->qp_memory_end(r_);
+    flow_statistics(r_);
+    r_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    r_.events_per_s = r_.wall_s > 0 ? static_cast<double>(r_.net.events) / r_.wall_s : 0;
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    r_.peak_rss_kb = ru.ru_maxrss;
+    return std::move(r_);
+  }
 
+ private:
   // Part q of connection i: its bytes split evenly, the remainder on the first parts.
-  auto part_bytes = [&](std::uint32_t i, std::uint64_t q) {
-    const std::uint64_t b = m.conns[i].bytes;
-    return b / nq + (q < b % nq ? 1 : 0);
-  };
-  auto on_completion = [&](const engine::Completion& c) {
+  std::uint64_t part_bytes(std::uint32_t i, std::uint64_t q) const {
+    const std::uint64_t b = m_.conns[i].bytes;
+    return b / nq_ + (q < b % nq_ ? 1 : 0);
+  }
+
+  void on_completion(const engine::Completion& c) {
     if (c.is_recv) {
-      if (!c.has_imm || c.imm >= m.conns.size()) return;
-      FlowResult& f = r.flows[c.imm];
-      if (++parts_arrived[c.imm] != nq) return;
-      f.arrived = net.now();
-      for (std::uint32_t k = deps.start[c.imm]; k < deps.start[c.imm + 1]; ++k) ready.push_back(deps.list[k]);
+      if (!c.has_imm || c.imm >= m_.conns.size()) return;
+      FlowResult& f = r_.flows[c.imm];
+      if (++parts_arrived_[c.imm] != nq_) return;
+      f.arrived = net_.now();
+      for (std::uint32_t k = deps_.start[c.imm]; k < deps_.start[c.imm + 1]; ++k)
+        ready_.push_back(deps_.list[k]);
       return;
     }
-    if ((c.wr_id >> 8) >= m.conns.size()) return;
+    if ((c.wr_id >> 8) >= m_.conns.size()) return;
     const auto i = static_cast<std::uint32_t>(c.wr_id >> 8);
-    FlowResult& f = r.flows[i];
+    FlowResult& f = r_.flows[i];
     if (c.status != engine::WcStatus::kSuccess) f.bytes_failed += part_bytes(i, c.wr_id & 0xFF);
-    if (++parts_done[i] != nq) return;
-    f.finish = net.now();
+    if (++parts_done_[i] != nq_) return;
+    f.finish = net_.now();
     f.ok = f.bytes_failed == 0;
-    --remaining;
-  };
-  net.set_activity_hook([&](std::uint32_t h) {
-    engine::Completion c;
-    while (hosts.poll_completion(h, c)) on_completion(c);
-  });
+    --remaining_;
+  }
 
-  auto post = [&](std::uint32_t i) {
-    r.flows[i].posted = net.now();
-    for (std::uint32_t q = 0; q < nq; ++q) {
+  /// Posts connection i: one WRITE_WITH_IMM per QP of its pair.
+  void post(std::uint32_t i) {
+    r_.flows[i].posted = net_.now();
+    for (std::uint32_t q = 0; q < nq_; ++q) {
       engine::SendWr wr;
       wr.wr_id = (static_cast<std::uint64_t>(i) << 8) | q;
       wr.with_imm = true;
       wr.imm = i;
       wr.length = static_cast<std::uint32_t>(part_bytes(i, q));
-      hosts.post(static_cast<std::size_t>(pairs.of_conn[i]) * nq + q, wr, net.now());
+      hosts_->post(static_cast<std::size_t>(pairs_.of_conn[i]) * nq_ + q, wr, net_.now());
     }
-    net.kick(m.conns[i].src);
-  };
-
-  // Timed starts: (start, connection), earliest first; dependents join when their dependency arrives.
-  using Start = std::pair<Time, std::uint32_t>;
-  std::priority_queue<Start, std::vector<Start>, std::greater<>> starts;
-  for (std::uint32_t i = 0; i < m.conns.size(); ++i)
-    if (m.conns[i].after == ConnSpec::kNoDep) starts.emplace(m.conns[i].start, i);
-  r.sample_interval = cfg.sample_interval;
-  Time next_sample = cfg.sample_interval > 0 ? cfg.sample_interval : kNever;
-  std::vector<std::uint32_t> sampled;  // pairs
-  for (const std::uint32_t i : cfg.sample_conns) {
-    if (i >= m.conns.size()) throw std::invalid_argument("run: sampled connection out of range");
-    sampled.push_back(pairs.of_conn[i]);
+    net_.kick(m_.conns[i].src);
   }
-  std::sort(sampled.begin(), sampled.end());
-  sampled.erase(std::unique(sampled.begin(), sampled.end()), sampled.end());
-  if (cfg.sample_conns.empty())
-    for (std::uint32_t pi = 0; pi < pairs.ends.size(); ++pi) sampled.push_back(pi);
-  auto pair_placed = [&](std::uint32_t pi) {
-    std::uint64_t b = 0;
-    for (std::uint32_t q = 0; q < nq; ++q) b += hosts.bytes_placed(static_cast<std::size_t>(pi) * nq + q);
-    return b;
-  };
-  auto placed = [&] {
-    std::uint64_t b = 0;
-    for (const std::uint32_t pi : sampled) b += pair_placed(pi);
-    return b;
-  };
 
-  std::uint64_t next_progress = 0;
-  Progress prog;
-  prog.limit = cfg.limit;
-  prog.flows = static_cast<std::uint32_t>(m.conns.size());
-  for (const ConnSpec& c : m.conns) prog.bytes += c.bytes;
-  auto report = [&](bool last) {
-    prog.now = net.now();
-    prog.events = net.stats().events;
-    prog.flows_done = prog.flows - remaining;
-    prog.bytes_done = 0;
-    for (std::uint32_t pi = 0; pi < pairs.ends.size(); ++pi) prog.bytes_done += pair_placed(pi);
-    prog.last = last;
-    cfg.progress(prog);
-  };
+  std::uint64_t pair_placed(std::uint32_t pi) const {
+    std::uint64_t b = 0;
+    for (std::uint32_t q = 0; q < nq_; ++q) b += hosts_->bytes_placed(static_cast<std::size_t>(pi) * nq_ + q);
+    return b;
+  }
 
-  for (;;) {
-    for (const std::uint32_t i : ready) starts.emplace(std::max(m.conns[i].start, net.now()), i);
-    ready.clear();
-    while (!starts.empty() && starts.top().first <= net.now()) {
-      const std::uint32_t i = starts.top().second;
-      starts.pop();
-      post(i);
-    }
-    if (remaining == 0) break;
-    if (cfg.progress && net.stats().events >= next_progress) {
-      report(false);
-      next_progress = net.stats().events + (1u << 16);
-    }
-    // One event at a time up to the next start or sample (completions it causes queue dependents).
-    const Time bound = std::min(starts.empty() ? kNever : starts.top().first, next_sample);
-    if (bound <= cfg.limit) {
-      if (bound * 1000 > net.now_ps() && net.step_ps(bound * 1000 - 1)) continue;
-      net.advance_to(bound);
-      if (bound == next_sample) {
-        r.samples.push_back(placed());
-        next_sample += cfg.sample_interval;
+  void report(bool last) {
+    prog_.now = net_.now();
+    prog_.events = net_.stats().events;
+    prog_.flows_done = prog_.flows - remaining_;
+    prog_.bytes_done = 0;
+    for (std::uint32_t pi = 0; pi < pairs_.ends.size(); ++pi) prog_.bytes_done += pair_placed(pi);
+    prog_.last = last;
+    cfg_.progress(prog_);
+  }
+
+  void loop() {
+    std::uint64_t next_progress = 0;
+    for (;;) {
+      for (const std::uint32_t i : ready_) starts_.emplace(std::max(m_.conns[i].start, net_.now()), i);
+      ready_.clear();
+      while (!starts_.empty() && starts_.top().first <= net_.now()) {
+        const std::uint32_t i = starts_.top().second;
+        starts_.pop();
+        post(i);
       }
-      continue;
+      if (remaining_ == 0) return;
+      if (cfg_.progress && net_.stats().events >= next_progress) {
+        report(false);
+        next_progress = net_.stats().events + (1u << 16);
+      }
+      // One event at a time up to the next start or sample (completions it causes queue dependents).
+      const Time bound = std::min(starts_.empty() ? kNever : starts_.top().first, next_sample_);
+      if (bound <= cfg_.limit) {
+        if (bound * 1000 > net_.now_ps() && net_.step_ps(bound * 1000 - 1)) continue;
+        net_.advance_to(bound);
+        if (bound == next_sample_) {
+          std::uint64_t b = 0;
+          for (const std::uint32_t pi : sampled_) b += pair_placed(pi);
+          r_.samples.push_back(b);
+          next_sample_ += cfg_.sample_interval;
+        }
+        continue;
+      }
+      // No start or sample before the limit: step until an event makes a dependent ready, ends the
+      // run or is due for a progress report (the checks above would change nothing before that).
+      const std::uint64_t report_at =
+          cfg_.progress ? next_progress : std::numeric_limits<std::uint64_t>::max();
+      bool stepped;
+      do {
+        stepped = net_.step(cfg_.limit);
+      } while (stepped && ready_.empty() && remaining_ != 0 && net_.stats().events < report_at);
+      if (!stepped) return;
     }
-    // No start or sample before the limit: step until an event makes a dependent ready, ends the
-    // run or is due for a progress report (the checks above would change nothing before that).
-    const std::uint64_t report_at = cfg.progress ? next_progress : std::numeric_limits<std::uint64_t>::max();
-    bool stepped;
-    do {
-      stepped = net.step(cfg.limit);
-    } while (stepped && ready.empty() && remaining != 0 && net.stats().events < report_at);
-    if (!stepped) break;
   }
-  if (cfg.progress) report(true);
-  r.end = net.now();
-  r.net = net.stats();
-  r.pool_packets = net.pool_size();
 
-  collect_counters(hosts, pairs, nq, r);
-  hosts.qp_memory_end(r);
-  flow_statistics(r);
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.events_per_s = r.wall_s > 0 ? static_cast<double>(r.net.events) / r.wall_s : 0;
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  r.peak_rss_kb = ru.ru_maxrss;
-  return r;
-}
+  using Start = std::pair<Time, std::uint32_t>;  ///< (start, connection)
+  const std::chrono::steady_clock::time_point t0_;
+  const ConnMatrix& m_;
+  const RunConfig& cfg_;
+  const std::uint32_t nq_;
+  RunResult r_;
+  const Pairs pairs_;
+  const Dependents deps_;
+  Fabric net_;
+  std::optional<Hosts> hosts_;
+  std::vector<std::uint32_t> parts_done_, parts_arrived_;
+  std::vector<std::uint32_t> ready_;  ///< dependents whose dependency has just arrived
+  std::uint32_t remaining_ = 0;       ///< connections not completed
+  /// Timed starts, earliest first; dependents join when their dependency arrives.
+  std::priority_queue<Start, std::vector<Start>, std::greater<>> starts_;
+  std::vector<std::uint32_t> sampled_;  ///< pairs whose placed bytes are sampled
+  Time next_sample_ = kNever;
+  Progress prog_;
+};
 
 }  // namespace
 
 RunResult run_matrix(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
   check_inputs(topo, m, cfg);
-  if (cfg.transport == Transport::kRoce) return run_hosts<RoceHosts>(topo, m, cfg);
-  return run_hosts<MrcHosts>(topo, m, cfg);
+  if (cfg.transport == Transport::kRoce) return Runner<RoceHosts>(topo, m, cfg).run();
+  return Runner<MrcHosts>(topo, m, cfg).run();
 }
 
 std::string format_report(const RunResult& r) {
