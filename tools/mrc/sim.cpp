@@ -355,7 +355,8 @@ int run_scenario(Scenario& sc) {
                     {"events_per_s", rs[i].events_per_s},
                     {"sim_time_us", static_cast<double>(rs[i].end) / 1000.0},
                     {"wall_s", rs[i].wall_s},
-                    {"peak_rss_mb", static_cast<double>(rs[i].peak_rss_kb) / 1024.0}};
+                    {"peak_rss_mb", static_cast<double>(rs[i].peak_rss_kb) / 1024.0},
+                    {"fabric_packets", rs[i].pool_packets}};
       if (!g_opt.stable && rs[i].qps > 0)
         j["qp_memory"] = {{"qps", rs[i].qps},
                           {"idle_bytes", rs[i].qp_bytes_idle},
