@@ -42,7 +42,8 @@ struct VerbsContext {
 inline constexpr std::uint64_t kVerbsMagic = 0x6D72632D73772D31ull;  // "mrc-sw-1"
 /// The device of an ibv_context, or nullptr when it is not one of ours.
 inline mrc_device* device_of(ibv_context* c) {
-  if (c == nullptr) return nullptr;
+  // A real device's context has its uverbs command fd: only ours is read past ibv_context.
+  if (c == nullptr || c->cmd_fd != -1) return nullptr;
   auto* v = reinterpret_cast<VerbsContext*>(c);
   return v->magic == kVerbsMagic ? v->device : nullptr;
 }
@@ -56,6 +57,7 @@ struct mrc_device {
   std::string ctl_socket;
   std::mutex mu;  ///< control path of this device and its context
   mrc_context* ctx = nullptr;
+  bool ctx_by_verbs = false;  ///< ctx was made by ibv_create_cq / ibv_create_qp (verbs_qp.cpp)
   std::uint32_t pds = 0;
   std::uint32_t comp_channels = 0;  ///< ibv_create_comp_channel
   struct KnownPeer {                ///< mrc_add_peer / MRC_PEERS

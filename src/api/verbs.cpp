@@ -1,7 +1,9 @@
 // The libibverbs calls an MRC program makes for devices, PDs and MRs, over libmrc's software
-// devices. A program that links libmrc before libibverbs gets these definitions; the static inline
-// functions of <infiniband/verbs.h> reach the context's ops table or, since the context has no
-// extended verbs, fall back to the exported calls defined here (ibv_query_port, ibv_reg_mr).
+// devices. A program that links libmrc before libibverbs, or runs under `mrc exec` (LD_PRELOAD),
+// gets these definitions; the static inline functions of <infiniband/verbs.h> reach the context's
+// ops table (verbs_qp.cpp) or, since the context has no extended verbs, fall back to the exported
+// calls defined here (ibv_query_port, ibv_reg_mr). Devices and objects that are not ours go to the
+// real libibverbs (D52).
 //
 // Devices come from MRC_DEVICES = "NAME=ADDR[,ADDR...][@PORT][;NAME=...]" (one address per port =
 // plane), read once, at the first ibv_get_device_list.
@@ -39,6 +41,13 @@ struct Listed {
 std::mutex g_list_mu;
 std::vector<std::unique_ptr<Listed>> g_listed;  // lives as long as the process
 bool g_loaded = false;
+/// Our device lists that carry a real libibverbs list, which ibv_free_device_list frees.
+std::vector<std::pair<ibv_device**, ibv_device**>> g_real_lists;
+
+/// A device of the real libibverbs: it has a sysfs path, ours (MRC_DEVICES, mrc_open_device) none.
+bool real_device(const ibv_device* d) {
+  return d != nullptr && d->ibdev_path[0] != '\0';
+}
 
 void load_devices() {
   if (g_loaded) return;
@@ -79,36 +88,6 @@ Listed* listed_of(ibv_device* d) {
   return nullptr;
 }
 
-// The context ops libibverbs' inline functions call. MRC QPs, CQs and SRQs are mrc_* objects.
-int no_poll_cq(ibv_cq*, int, ibv_wc*) {
-  return -ENOSYS;
-}
-int no_req_notify_cq(ibv_cq*, int) {
-  return ENOSYS;
-}
-int no_post_send(ibv_qp*, ibv_send_wr*, ibv_send_wr** bad) {
-  if (bad) *bad = nullptr;
-  return ENOSYS;
-}
-int no_post_recv(ibv_qp*, ibv_recv_wr*, ibv_recv_wr** bad) {
-  if (bad) *bad = nullptr;
-  return ENOSYS;
-}
-int no_post_srq_recv(ibv_srq*, ibv_recv_wr*, ibv_recv_wr** bad) {
-  if (bad) *bad = nullptr;
-  return ENOSYS;
-}
-ibv_mw* no_alloc_mw(ibv_pd*, ibv_mw_type) {
-  errno = ENOSYS;
-  return nullptr;
-}
-int no_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) {
-  return ENOSYS;
-}
-int no_dealloc_mw(ibv_mw*) {
-  return ENOSYS;
-}
-
 mrc_device* device_or_fail(ibv_context* c) {
   mrc_device* d = mrc::api::device_of(c);
   if (d == nullptr) errno = c == nullptr ? EINVAL : EOPNOTSUPP;
@@ -125,33 +104,47 @@ void mrc::api::init_verbs_context(VerbsContext& v, ibv_device* dev) {
   v.ibv.num_comp_vectors = 1;
   pthread_mutex_init(&v.ibv.mutex, nullptr);
   v.ibv.abi_compat = nullptr;  // not an extended context: verbs_get_ctx() is NULL
-  v.ibv.ops.poll_cq = no_poll_cq;
-  v.ibv.ops.req_notify_cq = no_req_notify_cq;
-  v.ibv.ops.post_send = no_post_send;
-  v.ibv.ops.post_recv = no_post_recv;
-  v.ibv.ops.post_srq_recv = no_post_srq_recv;
-  v.ibv.ops.alloc_mw = no_alloc_mw;
-  v.ibv.ops.bind_mw = no_bind_mw;
-  v.ibv.ops.dealloc_mw = no_dealloc_mw;
+  mrc::api::set_verbs_ops(v.ibv);
   v.magic = kVerbsMagic;
 }
 
 extern "C" {
 
 ibv_device** ibv_get_device_list(int* num_devices) {
+  // The software devices first, then the real libibverbs' (a machine's hardware keeps working).
+  int n_real = 0;
+  ibv_device** real = nullptr;
+  if (auto* get = MRC_REAL_VERBS(ibv_get_device_list, "IBVERBS_1.1")) real = get(&n_real);
+  if (real == nullptr) n_real = 0;
   std::lock_guard<std::mutex> lk(g_list_mu);
   load_devices();
-  auto** list = static_cast<ibv_device**>(std::calloc(g_listed.size() + 1, sizeof(ibv_device*)));
+  const std::size_t n = g_listed.size() + static_cast<std::size_t>(n_real);
+  auto** list = static_cast<ibv_device**>(std::calloc(n + 1, sizeof(ibv_device*)));
   if (list == nullptr) {
+    if (real != nullptr) MRC_REAL_VERBS(ibv_free_device_list, "IBVERBS_1.1")(real);
     errno = ENOMEM;
     return nullptr;
   }
   for (std::size_t i = 0; i < g_listed.size(); ++i) list[i] = &g_listed[i]->ibv;
-  if (num_devices) *num_devices = static_cast<int>(g_listed.size());
+  for (int i = 0; i < n_real; ++i) list[g_listed.size() + static_cast<std::size_t>(i)] = real[i];
+  // The real list holds its devices until it is freed: it is freed with ours.
+  if (real != nullptr) g_real_lists.emplace_back(list, real);
+  if (num_devices) *num_devices = static_cast<int>(n);
   return list;
 }
 
 void ibv_free_device_list(ibv_device** list) {
+  ibv_device** real = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(g_list_mu);
+    for (auto it = g_real_lists.begin(); it != g_real_lists.end(); ++it)
+      if (it->first == list) {
+        real = it->second;
+        g_real_lists.erase(it);
+        break;
+      }
+  }
+  if (real != nullptr) MRC_REAL_VERBS(ibv_free_device_list, "IBVERBS_1.1")(real);
   std::free(list);
 }
 
@@ -160,6 +153,8 @@ const char* ibv_get_device_name(ibv_device* device) {
 }
 
 __be64 ibv_get_device_guid(ibv_device* device) {
+  if (real_device(device))
+    if (auto* real = MRC_REAL_VERBS(ibv_get_device_guid, "IBVERBS_1.1")) return real(device);
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the name: stable per device
   for (const char* p = device ? device->name : ""; *p; ++p)
     h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
@@ -168,6 +163,8 @@ __be64 ibv_get_device_guid(ibv_device* device) {
 
 ibv_context* ibv_open_device(ibv_device* device) {
   Listed* l = listed_of(device);
+  if (l == nullptr && real_device(device))
+    if (auto* real = MRC_REAL_VERBS(ibv_open_device, "IBVERBS_1.1")) return real(device);
   if (l == nullptr) {
     errno = device == nullptr ? EINVAL : ENODEV;
     return nullptr;
@@ -186,8 +183,11 @@ ibv_context* ibv_open_device(ibv_device* device) {
 }
 
 int ibv_close_device(ibv_context* context) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_close_device, "IBVERBS_1.1")) return real(context);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr) return -1;
+  mrc::api::release_verbs_context(*d);
   {
     std::lock_guard<std::mutex> lk(d->mu);
     if (d->ctx != nullptr || d->pds != 0 || d->comp_channels != 0) return fail(EBUSY);
@@ -199,6 +199,8 @@ int ibv_close_device(ibv_context* context) {
 }
 
 int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_query_device, "IBVERBS_1.1")) return real(context, attr);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr || attr == nullptr) return d == nullptr ? errno : EINVAL;
   std::memset(attr, 0, sizeof *attr);
@@ -222,6 +224,8 @@ int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
 }
 
 int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_port_attr* out) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_query_port, "IBVERBS_1.1")) return real(context, port_num, out);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr) return errno;
   if (out == nullptr || port_num == 0 || port_num > d->ue->num_planes()) return EINVAL;
@@ -234,7 +238,7 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_po
   const bool active = (up >> (port_num - 1)) & 1u;
   a->state = active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   a->max_mtu = IBV_MTU_4096;
-  a->active_mtu = IBV_MTU_4096;
+  a->active_mtu = mrc::api::fitting_mtu(*d);
   a->gid_tbl_len = kGidTableLen;
   a->port_cap_flags = 0;
   a->max_msg_sz = 0x80000000u;
@@ -251,6 +255,8 @@ int ibv_query_port(ibv_context* context, uint8_t port_num, struct _compat_ibv_po
 }
 
 int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_query_gid, "IBVERBS_1.1")) return real(context, port_num, index, gid);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr) return -1;
   if (gid == nullptr || port_num == 0 || port_num > d->ue->num_planes() || index < 0 || index >= kGidTableLen)
@@ -261,6 +267,9 @@ int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gi
 }
 
 int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_query_pkey, "IBVERBS_1.1"))
+      return real(context, port_num, index, pkey);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr) return -1;
   if (pkey == nullptr || port_num == 0 || port_num > d->ue->num_planes() || index != 0) return fail(EINVAL);
@@ -269,6 +278,8 @@ int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pk
 }
 
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_alloc_pd, "IBVERBS_1.1")) return real(context);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr) return nullptr;
   std::lock_guard<std::mutex> lk(d->mu);
@@ -285,6 +296,8 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
 }
 
 int ibv_dealloc_pd(ibv_pd* ibvpd) {
+  if (ibvpd != nullptr && mrc::api::device_of(ibvpd->context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_dealloc_pd, "IBVERBS_1.1")) return real(ibvpd);
   if (ibvpd == nullptr || mrc::api::device_of(ibvpd->context) == nullptr) return EINVAL;
   mrc_pd* pd = mrc::api::pd_of(ibvpd);
   std::lock_guard<std::mutex> lk(pd->device->mu);
@@ -295,6 +308,9 @@ int ibv_dealloc_pd(ibv_pd* ibvpd) {
 }
 
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* ibvpd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if (ibvpd != nullptr && mrc::api::device_of(ibvpd->context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_reg_mr_iova2, "IBVERBS_1.8"))
+      return real(ibvpd, addr, length, iova, access);
   // Optional flags (relaxed ordering, ...) are hints: accepted and ignored.
   access &= ~static_cast<unsigned int>(IBV_ACCESS_OPTIONAL_RANGE);
   constexpr unsigned kKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
@@ -330,15 +346,22 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* ibvpd, void* addr, size_t length, uint64_t iova
 }
 
 ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  if (pd != nullptr && mrc::api::device_of(pd->context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_reg_mr, "IBVERBS_1.1")) return real(pd, addr, length, access);
   return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<std::uintptr_t>(addr),
                           static_cast<unsigned int>(access));
 }
 
 ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+  if (pd != nullptr && mrc::api::device_of(pd->context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_reg_mr_iova, "IBVERBS_1.7"))
+      return real(pd, addr, length, iova, access);
   return ibv_reg_mr_iova2(pd, addr, length, iova, static_cast<unsigned int>(access));
 }
 
 int ibv_dereg_mr(ibv_mr* ibvmr) {
+  if (ibvmr != nullptr && mrc::api::device_of(ibvmr->context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_dereg_mr, "IBVERBS_1.1")) return real(ibvmr);
   if (ibvmr == nullptr || mrc::api::device_of(ibvmr->context) == nullptr) return EINVAL;
   auto* mr = reinterpret_cast<MrcMrImpl*>(ibvmr);
   mrc_pd* pd = mr->pd;
@@ -352,39 +375,50 @@ int ibv_dereg_mr(ibv_mr* ibvmr) {
 }
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+  if (context != nullptr && mrc::api::device_of(context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_create_comp_channel, "IBVERBS_1.0")) return real(context);
   mrc_device* d = device_or_fail(context);
   if (d == nullptr) return nullptr;
-  auto* ch = new (std::nothrow) ibv_comp_channel{};
+  auto* ch = new (std::nothrow) mrc::api::VerbsChannel{};
   if (ch == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
-  ch->context = context;
-  ch->fd = ::eventfd(0, EFD_CLOEXEC);
-  if (ch->fd < 0) {
+  ch->ibv.context = context;
+  // One count per fired CQ (mrc_get_cq_event reads one at a time).
+  ch->ibv.fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ch->ibv.fd < 0) {
     delete ch;
     return nullptr;
   }
   std::lock_guard<std::mutex> lk(d->mu);
   ++d->comp_channels;
-  return ch;
+  return &ch->ibv;
 }
 
 int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   if (channel == nullptr) return EINVAL;
+  if (mrc::api::device_of(channel->context) == nullptr)
+    if (auto* real = MRC_REAL_VERBS(ibv_destroy_comp_channel, "IBVERBS_1.0")) return real(channel);
   mrc_device* d = mrc::api::device_of(channel->context);
   if (d == nullptr) return EINVAL;
   if (channel->refcnt != 0) return EBUSY;
-  ::close(channel->fd);
+  auto* ch = reinterpret_cast<mrc::api::VerbsChannel*>(channel);
   {
     std::lock_guard<std::mutex> lk(d->mu);
+    if (ch->mrc != nullptr) {  // its CQs are gone (refcnt 0): the mrc channel only shares the fd
+      --ch->mrc->ctx->channels;
+      delete ch->mrc;
+    }
     --d->comp_channels;
   }
-  delete channel;
+  ::close(channel->fd);
+  delete ch;
   return 0;
 }
 
 int ibv_fork_init(void) {
+  if (auto* real = MRC_REAL_VERBS(ibv_fork_init, "IBVERBS_1.1")) return real();
   return 0;
 }
 

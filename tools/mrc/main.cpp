@@ -28,6 +28,9 @@ int run_ctl();
 // `mrc decode` (decode.cpp): MRC packets (pcap or hex) as JSON.
 CLI::App* add_decode_command(CLI::App& app);
 int run_decode();
+// `mrc exec` (exec.cpp): an unmodified verbs program over the software devices.
+CLI::App* add_exec_command(CLI::App& app);
+int run_exec();
 
 namespace {
 constexpr int kExitUsage = 2;
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
   CLI::App* testbed = mrc::tools::add_testbed_command(app);
   CLI::App* ctl = mrc::tools::add_ctl_command(app);
   CLI::App* decode = mrc::tools::add_decode_command(app);
+  CLI::App* exec = mrc::tools::add_exec_command(app);
   CLI::App* help =
       app.add_subcommand("help", "Print this help (or 'mrc help SUBCOMMAND' for one subcommand's)");
   std::string help_about;
@@ -93,9 +97,9 @@ int main(int argc, char** argv) {
     }
     if (where == &app && argc > 1 && argv[1][0] != '-')
       what = std::string("unknown subcommand '") + argv[1] +
-             "' (one of: demo, perf, sim, ctl, testbed, decode, help)";
+             "' (one of: demo, perf, sim, ctl, testbed, decode, exec, help)";
     else if (where == &app && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
-      what = "a subcommand is required (one of: demo, perf, sim, ctl, testbed, decode, help)";
+      what = "a subcommand is required (one of: demo, perf, sim, ctl, testbed, decode, exec, help)";
     std::fprintf(stderr, "mrc: %s\nRun '%s --help' for usage.\n", what.c_str(), path.c_str());
     return mrc::tools::kExitUsage;
   }
@@ -111,7 +115,7 @@ int main(int argc, char** argv) {
         return 0;
       }
     std::fprintf(stderr,
-                 "mrc: unknown subcommand '%s' (one of: demo, perf, sim, ctl, testbed, decode, help)\n",
+                 "mrc: unknown subcommand '%s' (one of: demo, perf, sim, ctl, testbed, decode, exec, help)\n",
                  help_about.c_str());
     return mrc::tools::kExitUsage;
   }
@@ -121,5 +125,6 @@ int main(int argc, char** argv) {
   if (testbed->parsed()) return mrc::tools::run_testbed();
   if (ctl->parsed()) return mrc::tools::run_ctl();
   if (decode->parsed()) return mrc::tools::run_decode();
+  if (exec->parsed()) return mrc::tools::run_exec();
   return 0;
 }

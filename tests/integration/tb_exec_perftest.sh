@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Unmodified perftest over software MRC across the 2-host x 4-plane x 2-spine netns fabric (1500-byte
+# MTU; issue 17): ib_write_bw and ib_write_lat under `mrc exec`, each side's device on its host's
+# four plane addresses and the peer's planes in --peers (the program itself exchanges one GID). In
+# each run h1 loses its plane-2 link part-way through (restored before the next run); the programs
+# must complete and print their rows (sizes, iteration counts, non-zero figures). Then -a sweeps on
+# the healed fabric. Prints ib_write_bw's figures next to `mrc perf`'s at the same size.
+PREFIX=mrcxp
+MRC=${1:-${MRC_BIN:-}}
+[[ -n $MRC && -x $MRC ]] || { echo "FAIL: usage: $0 PATH/TO/mrc (got '$MRC')"; exit 1; }
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/perftest_lib.sh"
+"$TB" up --hosts 2 --planes 4 --spines 2 --mode ecmp --mtu 1500
+"$TB" show --json >"$WORK/show.json"
+read -r L1 L2 < <("$PY" - "$WORK/show.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+h = {x["node"]: [p["ipv4"] for p in sorted(x["planes"], key=lambda p: p["plane"])] for x in s["host_list"]}
+print(",".join(h["h1"]), ",".join(h["h2"]))
+PY
+)
+SRV_OOB=${L2%%,*}
+SRV_PEERS=$L1 CLI_PEERS=$L2  # each side's --peers names the other host's planes
+
+# fault_after BYTES: in the background, h1's plane-2 link goes down once h2 has received BYTES on
+# its plane interfaces (so mid-run, whatever the machine's speed); FAULT_PID.
+fault_after() {
+  (
+    "$TB" exec h2 -- "$PY" - "$1" <<'PY'
+import sys, time
+want = int(sys.argv[1])
+def rx():
+    with open("/proc/net/dev") as f:
+        return sum(int(l.split(":", 1)[1].split()[0]) for l in f.readlines()[2:] if l.split(":")[0].strip().startswith("pl"))
+start, t0 = rx(), time.time()
+while rx() - start < want and time.time() - t0 < 100:
+    time.sleep(0.005)
+PY
+    "$TB" fault link-down h1 pl2
+    echo "fault: h1 pl2 down at $(date +%s.%N)"
+  ) &
+  FAULT_PID=$!
+}
+heal() {
+  wait "$FAULT_PID"
+  ip -n "$PREFIX-h1" link show pl2 | grep -q 'state DOWN' || fail "the plane-2 link never went down: no fault happened mid-run"
+  "$TB" fault link-up h1 pl2
+}
+H1="$TB exec h1 --" H2="$TB exec h2 --"
+
+fault_after $((16 << 20))
+pt_run bw "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -s 65536 -n 1000 --report_gbits
+heal
+pt_rows bw bw --sizes 65536 --iters 1000
+grep -q 'Mtu *: 1024\[B\]' "$WORK/bw.cli" || { grep Mtu "$WORK/bw.cli"; fail "the path MTU should fit the 1500-byte links (1024)"; }
+
+fault_after $((400 << 10))
+pt_run lat "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -s 4096 -n 500
+heal
+pt_rows lat lat --sizes 4096 --iters 500
+
+pt_run bwa "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -a -n 5 --report_gbits
+pt_rows bwa bw --sweep --iters 5
+pt_run lata "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -a -n 3
+pt_rows lata lat --sweep --iters 3
+
+# mrc perf on the same fabric and size, for comparison (no fault).
+$H2 timeout 120 "$MRC" perf --server --once --bind "$SRV_OOB" -p 18515 --local "$L2" >"$WORK/perf.srv" 2>&1 &
+PERF_SRV=$!
+wait_for "$WORK/perf.srv" 'waiting on' "$PERF_SRV"
+$H1 timeout 120 "$MRC" perf --client "$SRV_OOB" -p 18515 --local "$L1" --remote "$L2" -s 64KiB -n 1000 --json \
+  >"$WORK/perf.json" 2>"$WORK/perf.err" || { cat "$WORK/perf.err"; fail "mrc perf failed"; }
+wait "$PERF_SRV" || true
+"$PY" - "$WORK/bw.json" "$WORK/perf.json" <<'PY'
+import json, sys
+bw = json.load(open(sys.argv[1]))[0]
+p = json.load(open(sys.argv[2]))["results"][0]
+print(f"64 KiB WRITEs h1 -> h2, 4 planes: ib_write_bw via mrc exec {bw['bw_avg_gbps']:.3f} Gb/s average "
+      f"(with plane 2 lost mid-run), mrc perf {p['bw_gbps']:.3f} Gb/s (no fault)")
+PY
+echo PASS
