@@ -13,3 +13,4 @@ mrc_cli_test(NAME exec_status EXIT 3 MATCH "^mrc0=127.0.0.1 10.0.0.1,10.0.0.2 /.
                   sh -c "echo $MRC_DEVICES $MRC_PEERS $LD_PRELOAD && exit 3")
 mrc_cli_test(NAME exec_ibv_devices EXIT 0 MATCH "^[[:space:]]+mrc0[[:space:]]+[0-9a-f]{16}$"
              ARGS exec --devices mrc0=127.0.0.1 -- ibv_devices)
+mrc_cli_test(NAME exec_args EXIT 0 MATCH "^a -b --c 3$" ARGS exec --devices mrc0=127.0.0.1 -- echo a -b --c 3)

@@ -2,7 +2,8 @@
 #   pt_run NAME SRV_WRAP CLI_WRAP SRV_DEV CLI_DEV SRV_ADDR TOOL ARGS...
 #       server and client of TOOL (ib_write_bw / ib_write_lat) with ARGS, each as
 #       `WRAP mrc exec --devices DEV [--peers PEERS] -- TOOL -d mrc0 -p PORT ARGS [SRV_ADDR]`;
-#       outputs in $WORK/NAME.srv / NAME.cli; fails unless both exit 0 within PT_TIMEOUT s.
+#       outputs in $WORK/NAME.srv / NAME.cli, the client's end time in NAME.end; fails unless both
+#       exit 0 within PT_TIMEOUT s.
 #       SRV_PEERS / CLI_PEERS (optional) become --peers.
 #   pt_rows NAME bw|lat CHECK_ARGS...  checks the rows NAME's client and server printed
 #       (perftest_rows.py; ib_write_bw's server prints a sweep's last row only); the client's as JSON in
@@ -36,6 +37,7 @@ pt_run() {
   local crc=0 src=0
   $cwrap timeout "$PT_TIMEOUT" "$MRC" exec --devices "$cdev" "${cpeers[@]}" -- \
     "$tool" -d mrc0 -p "$port" "$@" "$saddr" >"$WORK/$name.cli" 2>&1 || crc=$?
+  date +%s.%N >"$WORK/$name.end"
   wait "$spid" || src=$?
   echo "$name: $tool $* -> client exit $crc, server exit $src"
   if ((crc != 0 || src != 0)); then

@@ -23,7 +23,7 @@ SRV_OOB=${L2%%,*}
 SRV_PEERS=$L1 CLI_PEERS=$L2  # each side's --peers names the other host's planes
 
 # fault_after BYTES: in the background, h1's plane-2 link goes down once h2 has received BYTES on
-# its plane interfaces (so mid-run, whatever the machine's speed); FAULT_PID.
+# its plane interfaces (early in the run, whatever the machine's speed); FAULT_PID, $WORK/fault.t.
 fault_after() {
   (
     "$TB" exec h2 -- "$PY" - "$1" <<'PY'
@@ -36,39 +36,42 @@ start, t0 = rx(), time.time()
 while rx() - start < want and time.time() - t0 < 100:
     time.sleep(0.005)
 PY
-    "$TB" fault link-down h1 pl2
-    echo "fault: h1 pl2 down at $(date +%s.%N)"
+    date +%s.%N >"$WORK/fault.t"
+    ip -n "$PREFIX-h1" link set pl2 down
+    echo "fault: h1 pl2 down at $(cat "$WORK/fault.t")"
   ) &
   FAULT_PID=$!
 }
+# heal NAME: the fault must have come before run NAME's client ended; then the link comes back.
 heal() {
   wait "$FAULT_PID"
-  ip -n "$PREFIX-h1" link show pl2 | grep -q 'state DOWN' || fail "the plane-2 link never went down: no fault happened mid-run"
+  "$PY" -c 'import sys; f, e = (float(open(x).read()) for x in sys.argv[1:]); sys.exit(0 if f < e else 1)' \
+    "$WORK/fault.t" "$WORK/$1.end" || fail "$1: the plane went down only after the run (no fault mid-run)"
   "$TB" fault link-up h1 pl2
 }
 H1="$TB exec h1 --" H2="$TB exec h2 --"
 
 fault_after $((16 << 20))
-pt_run bw "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -s 65536 -n 1000 --report_gbits
-heal
-pt_rows bw bw --sizes 65536 --iters 1000
+pt_run bw "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -s 65536 -n 2000 --report_gbits
+heal bw
+pt_rows bw bw --sizes 65536 --iters 2000
 grep -q 'Mtu *: 1024\[B\]' "$WORK/bw.cli" || { grep Mtu "$WORK/bw.cli"; fail "the path MTU should fit the 1500-byte links (1024)"; }
 
-fault_after $((400 << 10))
-pt_run lat "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -s 4096 -n 500
-heal
-pt_rows lat lat --sizes 4096 --iters 500
+fault_after $((64 << 10))
+pt_run lat "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -s 4096 -n 2000
+heal lat
+pt_rows lat lat --sizes 4096 --iters 2000
 
 pt_run bwa "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -a -n 5 --report_gbits
 pt_rows bwa bw --sweep --iters 5
-pt_run lata "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -a -n 3
-pt_rows lata lat --sweep --iters 3
+pt_run lata "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -a -n 5
+pt_rows lata lat --sweep --iters 5
 
 # mrc perf on the same fabric and size, for comparison (no fault).
 $H2 timeout 120 "$MRC" perf --server --once --bind "$SRV_OOB" -p 18515 --local "$L2" >"$WORK/perf.srv" 2>&1 &
 PERF_SRV=$!
 wait_for "$WORK/perf.srv" 'waiting on' "$PERF_SRV"
-$H1 timeout 120 "$MRC" perf --client "$SRV_OOB" -p 18515 --local "$L1" --remote "$L2" -s 64KiB -n 1000 --json \
+$H1 timeout 120 "$MRC" perf --client "$SRV_OOB" -p 18515 --local "$L1" --remote "$L2" -s 64KiB -n 2000 --json \
   >"$WORK/perf.json" 2>"$WORK/perf.err" || { cat "$WORK/perf.err"; fail "mrc perf failed"; }
 wait "$PERF_SRV" || true
 "$PY" - "$WORK/bw.json" "$WORK/perf.json" <<'PY'

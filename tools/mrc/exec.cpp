@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -104,7 +105,13 @@ CLI::App* add_exec_command(CLI::App& app) {
 
 int run_exec() {
   std::vector<std::string> args = g_opt.command;
-  for (std::string& a : g_exec->remaining()) args.push_back(std::move(a));
+  std::vector<std::string> rest = g_exec->remaining();
+  // After `mrc exec ... -- PROGRAM ARGS` CLI11 hands back the `--` itself as well: not an argument.
+  if (!args.empty()) {
+    const auto sep = std::find(rest.begin(), rest.end(), "--");
+    if (sep != rest.end()) rest.erase(sep);
+  }
+  for (std::string& a : rest) args.push_back(std::move(a));
   auto usage = [](const std::string& why) {
     std::fprintf(stderr, "mrc exec: %s\nRun 'mrc exec --help' for usage.\n", why.c_str());
     return kExitUsage;
