@@ -25,14 +25,14 @@ grep -q 'hca_id:.mrc0' "$WORK/devinfo.out" && grep -q 'state:.*PORT_ACTIVE' "$WO
   { cat "$WORK/devinfo.out"; fail "ibv_devinfo does not show mrc0's port and GID"; }
 echo "ibv_devices / ibv_devinfo: mrc0 listed, port active, GID ::ffff:127.0.77.1 RoCE v2"
 
-pt_run bw1 "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_bw -s 65536 -n 2000 --report_gbits
-pt_rows bw1 bw --sizes 65536 --iters 2000
-pt_run bwa "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_bw -a -n 20 --report_gbits
-pt_rows bwa bw --sweep --iters 20
-pt_run lat1 "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_lat -s 64 -n 500
-pt_rows lat1 lat --sizes 64 --iters 500
-pt_run lata "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_lat -a -n 10
-pt_rows lata lat --sweep --iters 10
+pt_run bw1 "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_bw -s 65536 -n 1000 --report_gbits
+pt_rows bw1 bw --sizes 65536 --iters 1000
+pt_run bwa "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_bw -a -n 5 --report_gbits
+pt_rows bwa bw --sweep --iters 5
+pt_run lat1 "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_lat -s 64 -n 200
+pt_rows lat1 lat --sizes 64 --iters 200
+pt_run lata "" "" "$SDEV" "$CDEV" 127.0.77.2 ib_write_lat -a -n 5
+pt_rows lata lat --sweep --iters 5
 
 # Verbs an MRC QP does not have end the program with its own error, promptly: RDMA READ (the
 # device registers no remote-read MR), SEND (post_send refuses the opcode), UD (no such QP type).

@@ -18,7 +18,7 @@ PT_TIMEOUT=${PT_TIMEOUT:-120}
 pt_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])'; }
 
 pt_run() {
-  local name=$1 swrap=$2 cwrap=$3 sdev=$4 cdev=$5 saddr=$6 tool=$7 port i
+  local name=$1 swrap=$2 cwrap=$3 sdev=$4 cdev=$5 saddr=$6 tool=$7 port i t0=$SECONDS
   shift 7
   port=$(pt_port)
   local speers=() cpeers=()
@@ -39,7 +39,7 @@ pt_run() {
     "$tool" -d mrc0 -p "$port" "$@" "$saddr" >"$WORK/$name.cli" 2>&1 || crc=$?
   date +%s.%N >"$WORK/$name.end"
   wait "$spid" || src=$?
-  echo "$name: $tool $* -> client exit $crc, server exit $src"
+  echo "$name: $tool $* -> client exit $crc, server exit $src ($((SECONDS - t0)) s)"
   if ((crc != 0 || src != 0)); then
     echo "== client" >&2; tail -n 30 "$WORK/$name.cli" >&2
     echo "== server" >&2; tail -n 30 "$WORK/$name.srv" >&2
