@@ -70,8 +70,8 @@ class Rig {
     qb_ = b_->create_qp(qc);
     constexpr std::uint32_t kPsnAB = 0xFFF000, kPsnBA = 0x000100;  // A->B wraps 24 bits early on
     ok_ = qa_ != 0 && qb_ != 0 && mra_ != nullptr && mrb_ != nullptr &&
-          a_->connect_qp(qa_, engine::QpRemote{kPeerB, qb_, kPsnAB, kPsnBA, 8, 128}, now_) == 0 &&
-          b_->connect_qp(qb_, engine::QpRemote{kPeerA, qa_, kPsnBA, kPsnAB, 8, 128}, now_) == 0;
+          a_->connect_qp(qa_, engine::QpRemote{kPeerB, qb_, kPsnAB, kPsnBA, 8, 128, {}, true}, now_) == 0 &&
+          b_->connect_qp(qb_, engine::QpRemote{kPeerA, qa_, kPsnBA, kPsnAB, 8, 128, {}, true}, now_) == 0;
     if (!ok_) error_ = "setup failed";
     top_up();
   }

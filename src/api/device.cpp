@@ -230,6 +230,11 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
     uc.planes.push_back(a);
   }
   uc.port = config->udp_port != 0 ? config->udp_port : kDefaultUdpPort;
+  // A verbs application exchanges QPN, PSN and GID itself, with no room for a capability, so a peer
+  // is any RoCE/MRC device: the wire extensions only when MRC_WIRE_EXT=1 says (on both sides) that the
+  // peers are this implementation too (D45).
+  const char* ext = std::getenv("MRC_WIRE_EXT");
+  uc.engine.wire_ext = ext != nullptr && std::string_view(ext) == "1";
   uc.engine.seed = config->seed != 0 ? config->seed
                                      : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   auto dev = std::make_unique<mrc_device>();

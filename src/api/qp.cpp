@@ -246,6 +246,7 @@ int modify(mrc_qp& qp, const ibv_qp_attr* v, std::uint32_t vmask, const mrc_qp_a
     remote.rq_psn = qp.ib.rq_psn;
     remote.peer_mpr_dest = 0xFF;
     remote.peer_max_wimm_dest = 0xFFFF;
+    remote.wire_ext = dev.ue->config().engine.wire_ext;  // MRC_WIRE_EXT (D45)
     dev.ue->execute([&](eng::Endpoint& ep) {
       rc = ep.reconfigure_qp(qp.qpn, qp.cfg);
       if (rc == 0) rc = ep.modify_to_rtr(qp.qpn, remote, now);

@@ -196,7 +196,28 @@ int Endpoint::modify_to_rtr(std::uint32_t qpn, const QpRemote& remote, Time now)
   const int rc = q->to_rtr(remote, now);
   if (rc == 0) q->set_peer_ports(q->peer_port_mask(), now);
   if (rc == 0 && remote.auth.on) any_auth_ = true;
+  if (rc == 0) {
+    auto it = std::find_if(peer_ext_.begin(), peer_ext_.end(),
+                           [&](const auto& e) { return e.first == remote.peer; });
+    if (it == peer_ext_.end()) it = peer_ext_.insert(peer_ext_.end(), {remote.peer, false});
+    it->second = remote.wire_ext;
+  }
   return rc;
+}
+
+bool Endpoint::peer_wire_ext(std::uint32_t peer) const {
+  if (!cfg_.wire_ext) return false;
+  for (const auto& e : peer_ext_)
+    if (e.first == peer) return e.second;
+  return false;
+}
+
+bool Endpoint::rx_wire_ext(std::span<const std::uint8_t> pkt, std::uint32_t peer) const {
+  if (!cfg_.wire_ext || pkt.size() < 8) return false;
+  const std::uint32_t dest = (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+  if (dest == wire::kEpQpn) return peer_wire_ext(peer);
+  const Qp* q = qp(dest);
+  return q != nullptr && q->remote().wire_ext;
 }
 
 int Endpoint::modify_to_rts(std::uint32_t qpn, Time now) {
@@ -288,7 +309,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   opt.verify_icrc = cfg_.icrc && !opt.trimmed;
   opt.icrc_xor = meta.icrc_xor;
   opt.icrc_any_ipv4_id = meta.icrc_any_ipv4_id;
-  opt.ext = cfg_.wire_ext;
+  opt.ext = rx_wire_ext(pkt, meta.peer);
   if (any_auth_ && !authenticate(pkt, meta, opt)) return;
   if (wire::decode(pkt, p, opt) != wire::Error::kOk) {
     ++counters_.rx_bad_packet;
@@ -352,7 +373,6 @@ bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& me
 }
 
 bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
-  out.wire_ext = cfg_.wire_ext;  // read by encode_tx, whichever QP fills the packet
   if ((free_ports & port_up_mask_) == 0) return false;
   if (!ep_tx_.empty() && poll_ep_tx(out, now, free_ports)) return true;
   std::size_t n = tx_ready_.size();
@@ -666,6 +686,7 @@ bool Endpoint::poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
       for (PendingProbe& pp : probes_)
         if (pp.peer == t.peer && pp.req_id == (t.pkt.bth.psn & 0xFFFF)) pp.sent = now;
     }
+    out.wire_ext = peer_wire_ext(t.peer);
     const bool ok = encode_tx(out, t.pkt, cfg_.icrc, any_auth_ ? ep_tx_key(t.peer) : nullptr);
     out.ev = t.ev;
     out.port = t.ev.port;

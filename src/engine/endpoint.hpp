@@ -83,6 +83,12 @@ struct QpRemote {
   std::uint8_t peer_mpr_dest = 8;
   std::uint16_t peer_max_wimm_dest = 128;
   QpAuth auth{};  ///< opt-in MAC in place of the ICRC (engine/auth.hpp); off costs nothing
+  /// Both ends agreed to the project's wire extensions for this connection (D45: negotiated by the
+  /// driver, e.g. in mrc perf's connection info). With EndpointConfig::wire_ext they are sent and read
+  /// on this QP and on the endpoint packets (EV probes) of its peer (the latest connection to a peer
+  /// decides those). Off, the default toward a peer nobody asked: spec packets only, and whatever a
+  /// spec peer puts in reserved bytes is never read as ours.
+  bool wire_ext = false;
 };
 
 enum class QpState : std::uint8_t { kReset, kInit, kRtr, kRts, kError };
@@ -115,7 +121,8 @@ struct TxPacket {
   std::uint32_t qpn = 0;  ///< local QP (0 for endpoint packets)
   TrafficClass tc = TrafficClass::kData;
   std::uint32_t psn = 0;  ///< for drivers' statistics
-  /// Input: write the project's wire extensions (EndpointConfig::wire_ext); set by Endpoint::poll_tx.
+  /// Input: write the project's wire extensions (EndpointConfig::wire_ext and QpRemote::wire_ext); set
+  /// by the QP or the endpoint that fills the packet.
   bool wire_ext = false;
   std::uint32_t wire_size() const { return header_len + payload_len + trailer_len; }
   std::uint8_t pad() const { return static_cast<std::uint8_t>((4 - (payload_len & 3)) & 3); }
@@ -135,10 +142,10 @@ struct EndpointConfig {
   std::uint32_t num_ports = 1;
   std::uint64_t seed = 1;
   bool icrc = true;  ///< compute and verify the ICRC
-  /// Send and read the project's wire extensions (cc_flags for D7b and ECN echo, SACK and EV-probe
-  /// service times, the ERTH/EETH EV echo and the EETH port mask of D40) in bytes every public source
-  /// leaves reserved (docs/wire-format.md W20, decisions.md D44). On by default: every peer this
-  /// project runs today is itself. Off: exactly the bytes a peer following the spec sends.
+  /// Offer the project's wire extensions (cc_flags for D7b and ECN echo, SACK and EV-probe service
+  /// times, the ERTH/EETH EV echo and the EETH port mask of D40) in bytes every public source leaves
+  /// reserved (docs/wire-format.md W20, decisions.md D44, D45). They are used with a peer only where
+  /// its connection also agreed (QpRemote::wire_ext). Off: exactly the bytes a spec peer sends.
   bool wire_ext = true;
   Tunables tun;
 };
@@ -253,6 +260,11 @@ class Endpoint {
   static constexpr std::size_t kMaxEpKeyTries = 4;
   const MacKey* ep_tx_key(std::uint32_t peer) const;
   std::size_t ep_key_candidates(std::uint32_t peer, const Qp* (&out)[kMaxEpKeyTries]) const;
+  /// Whether packets to and from `peer`'s endpoint (dest QP kEpQpn) carry the wire extensions (D45).
+  bool peer_wire_ext(std::uint32_t peer) const;
+  /// Whether the received packet `pkt` is read with the wire extensions: its QP's agreement, or its
+  /// peer's for an endpoint packet.
+  bool rx_wire_ext(std::span<const std::uint8_t> pkt, std::uint32_t peer) const;
   bool has_qp_with(std::uint32_t peer) const;
   bool queue_ep_tx(std::unique_ptr<EpTx> t);  ///< false (and counted) when the queue is full
   void apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now);
@@ -307,6 +319,8 @@ class Endpoint {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> peer_ports_;  ///< last port mask per peer
   EndpointCounters counters_;
   bool any_auth_ = false;  ///< some QP was connected with QpAuth::on (receive() checks MACs)
+  std::vector<std::pair<std::uint32_t, bool>>
+      peer_ext_;  ///< QpRemote::wire_ext of the latest connection per peer
 };
 
 }  // namespace mrc::engine

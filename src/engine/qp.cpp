@@ -376,6 +376,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
 }
 
 bool Qp::finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc) {
+  out.wire_ext = ep_.config().wire_ext && remote_.wire_ext;
   if (!encode_tx(out, p, ep_.config().icrc, remote_.auth.on ? &remote_.auth.tx : nullptr)) {
     ++ctr_.tx_encode_errors;
     return false;

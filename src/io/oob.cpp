@@ -92,6 +92,10 @@ bool random_mac_key(engine::MacKey& out, std::string& err) {
   return true;
 }
 
+bool qp_wire_ext(const ConnInfo& mine, const ConnInfo& theirs) {
+  return mine.wire_ext && theirs.wire_ext;
+}
+
 bool qp_auth(const ConnInfo& mine, const ConnInfo& theirs, engine::QpAuth& out, std::string& err) {
   if (mine.auth != theirs.auth) {
     err = std::string("oob: ") + (mine.auth
@@ -123,6 +127,7 @@ std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c) {
     const std::array<std::uint8_t, 16> k = c.auth_key.bytes();
     b.insert(b.end(), k.begin(), k.end());
   }
+  put(b, c.wire_ext ? 1 : 0, 1);
   return frame(OobType::kConnInfo, b);
 }
 
@@ -243,6 +248,13 @@ bool decode_conn_info_body(std::span<const std::uint8_t> body, ConnInfo& out, st
     err = "oob: truncated authentication fields";
     return false;
   }
+  const auto ext = r.get(1);
+  if (!r.ok || ext > 1) {
+    err = r.ok ? "oob: wire extension flag must be 0 or 1, got " + std::to_string(ext)
+               : "oob: truncated connection info (no wire extension flag)";
+    return false;
+  }
+  c.wire_ext = ext == 1;
   if (r.pos != body.size()) {
     err = "oob: " + std::to_string(body.size() - r.pos) + " unexpected trailing bytes in connection info";
     return false;

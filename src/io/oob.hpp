@@ -5,7 +5,8 @@
 // Framing (big-endian): magic "MRCO" (4) | version (2) | type (2) | body length (4) | body.
 //   kConnInfo body: qpn 4 | psn 4 | rkey 4 | va 8 | length 8 | mpr_dest 1 | max_wimm_dest 2 |
 //                   planes 1 | per plane: family 1 (4 or 6) + 4 or 16 address bytes |
-//                   auth 1 (0 off, 1 on) | if on: this side's 128-bit transmit MAC key (16)
+//                   auth 1 (0 off, 1 on) | if on: this side's 128-bit transmit MAC key (16) |
+//                   wire_ext 1 (0 off, 1: this side offers the project's wire extensions, D45)
 //   kValues body:   count 4 | count x u64, at most kOobMaxValues (small control messages: parameters,
 //                   barriers, checksums)
 //   kError body:    UTF-8 text, at most kOobMaxError bytes: why the sender is ending the session (a
@@ -27,14 +28,14 @@
 namespace mrc::io {
 
 inline constexpr std::uint32_t kOobMagic = 0x4D52434Fu;  // "MRCO"
-inline constexpr std::uint16_t kOobVersion = 3;          // 2: authentication key; 3: kError
+inline constexpr std::uint16_t kOobVersion = 4;          // 2: authentication key; 3: kError; 4: wire_ext
 inline constexpr std::size_t kOobHeader = 12;
 inline constexpr std::uint32_t kOobMaxError = 1024;
 /// The longest value list (mrc perf's largest: a verification request, 2 + 256 QPs values).
 inline constexpr std::uint32_t kOobMaxValues = 1024;
 /// The largest body of each type: connection info with kMaxPorts IPv6 planes and a key; a full value
 /// list; an error text.
-inline constexpr std::uint32_t kOobMaxConnInfo = 32 + engine::kMaxPorts * 17 + 1 + 16;
+inline constexpr std::uint32_t kOobMaxConnInfo = 32 + engine::kMaxPorts * 17 + 1 + 16 + 1;
 inline constexpr std::uint32_t kOobMaxValuesBody = 4 + 8 * kOobMaxValues;
 inline constexpr std::uint32_t kOobMaxBody = kOobMaxValuesBody;  ///< the largest of the three
 inline constexpr std::uint16_t kOobDefaultPort = 18515;          // as perftest
@@ -52,6 +53,7 @@ struct ConnInfo {
   std::vector<IpAddr> planes;
   bool auth = false;        ///< this side authenticates the connection (opt-in)
   engine::MacKey auth_key;  ///< with auth: the key this side's packets are tagged with
+  bool wire_ext = false;    ///< this side offers the project's wire extensions (W20, D45)
   friend bool operator==(const ConnInfo&, const ConnInfo&) = default;
 };
 
@@ -63,6 +65,11 @@ bool random_mac_key(engine::MacKey& out, std::string& err);
 /// authenticates, our key for sending and theirs for checking when both do; an error when only one
 /// side does (the other would drop every packet).
 bool qp_auth(const ConnInfo& mine, const ConnInfo& theirs, engine::QpAuth& out, std::string& err);
+
+/// Whether a connection uses the project's wire extensions (QpRemote::wire_ext): only when both sides
+/// offer them, so a side that does not (or a peer that is not this implementation) never sees them and
+/// is never misread.
+bool qp_wire_ext(const ConnInfo& mine, const ConnInfo& theirs);
 
 /// Full framed message (header + body).
 std::vector<std::uint8_t> encode_conn_info(const ConnInfo& c);

@@ -16,6 +16,7 @@ namespace {
 std::pair<engine::QpRemote, engine::QpRemote> remotes(const QpEnds& e, std::uint32_t sq_psn,
                                                       std::uint32_t rq_psn) {
   engine::QpRemote ra, rb;
+  ra.wire_ext = rb.wire_ext = true;  // both ends are this implementation (D45)
   ra.peer = e.dst;
   rb.peer = e.src;
   ra.sq_psn = rb.rq_psn = sq_psn;

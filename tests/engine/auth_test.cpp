@@ -88,6 +88,7 @@ class AuthPair : public ::testing::Test {
     ra.auth = {true, key_ab_, key_ba_};
     engine::QpRemote rb{1, qa_, 200, 100, 8, 128};
     rb.auth = {true, key_ba_, key_ab_};
+    ra.wire_ext = rb.wire_ext = true;
     ASSERT_EQ(a_->connect_qp(qa_, ra, 0), 0);
     ASSERT_EQ(b_->connect_qp(qb_, rb, 0), 0);
   }

@@ -34,8 +34,9 @@ struct PairOptions {
   std::uint8_t retry_linear = 7;
   std::uint8_t retry_exp = 25;
   bool icrc = true;
-  bool auth = false;     ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
-  bool wire_ext = true;  ///< EndpointConfig::wire_ext on both endpoints
+  bool auth = false;       ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
+  bool wire_ext = true;    ///< EndpointConfig::wire_ext of A
+  bool wire_ext_b = true;  ///< B's; the connection agrees to the extensions only if both offer them (D45)
 };
 
 inline engine::QpConfig make_qp_config(const PairOptions& o, Duration base_rtt, std::uint64_t seed) {
@@ -67,6 +68,7 @@ class Pair {
     r.rq_psn = rq_psn;
     r.peer_mpr_dest = o.mpr;
     r.peer_max_wimm_dest = o.max_wimm_dest;
+    r.wire_ext = o.wire_ext && o.wire_ext_b;  // what a driver's negotiation would conclude
     return r;
   }
   explicit Pair(const PairOptions& o) : opt_(o), net_(net_config(o)) {
@@ -77,6 +79,7 @@ class Pair {
     ec.seed = o.seed * 2 + 1;
     a_ = std::make_unique<engine::Endpoint>(ec);
     ec.seed = o.seed * 2 + 2;
+    ec.wire_ext = o.wire_ext_b;
     b_ = std::make_unique<engine::Endpoint>(ec);
     na_ = net_.add_node(*a_);
     nb_ = net_.add_node(*b_);

@@ -46,8 +46,8 @@ struct Incast {
       s.mr = s.ep->memory().register_region(s.src.data(), s.src.size(), engine::access::kAll);
       s.qpn = s.ep->create_qp(make_qp_config(o, rtt, seed * 31 + i));
       const std::uint32_t rq = rx->create_qp(make_qp_config(o, rtt, seed * 37 + i));
-      s.ep->connect_qp(s.qpn, engine::QpRemote{rx_node, rq, 100 * i, 7, o.mpr, o.max_wimm_dest}, 0);
-      rx->connect_qp(rq, engine::QpRemote{s.node, s.qpn, 7, 100 * i, o.mpr, o.max_wimm_dest}, 0);
+      s.ep->connect_qp(s.qpn, engine::QpRemote{rx_node, rq, 100 * i, 7, o.mpr, o.max_wimm_dest, {}, true}, 0);
+      rx->connect_qp(rq, engine::QpRemote{s.node, s.qpn, 7, 100 * i, o.mpr, o.max_wimm_dest, {}, true}, 0);
       engine::SendWr wr;
       wr.wr_id = i;
       wr.local_addr = reinterpret_cast<std::uintptr_t>(s.src.data());

@@ -93,7 +93,9 @@ std::set<std::pair<std::uint16_t, std::uint32_t>> send_on(UdpEndpoint& ep, std::
   qc.cc.algorithm = cc::Algorithm::kNone;
   const std::uint32_t qpn = ep.engine().create_qp(qc);
   EXPECT_NE(qpn, 0u);
-  EXPECT_EQ(ep.engine().connect_qp(qpn, engine::QpRemote{peer, 0x100, 0, 0, 8, 128}, UdpEndpoint::now()), 0);
+  EXPECT_EQ(
+      ep.engine().connect_qp(qpn, engine::QpRemote{peer, 0x100, 0, 0, 8, 128, {}, true}, UdpEndpoint::now()),
+      0);
   engine::SendWr w;
   w.wr_id = 1;
   w.local_addr = reinterpret_cast<std::uintptr_t>(src.data());

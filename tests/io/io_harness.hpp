@@ -50,6 +50,7 @@ struct IoPair {
   /// Set before open(): a's QP sends with key_ab and checks key_ba, b's the other way round.
   bool auth = false;
   std::uint32_t gso = 0;  ///< set before open(): UdpConfig::gso_burst of both sides
+  bool wire_ext = true;   ///< set before open(): the connection agreed to the wire extensions (D45)
   engine::MacKey key_ab{0x0123456789abcdefull, 0x1122334455667788ull};
   engine::MacKey key_ba{0x99aabbccddeeff00ull, 0x0f1e2d3c4b5a6978ull};
 
@@ -84,8 +85,8 @@ struct IoPair {
     qb = b->engine().create_qp(qp_config(planes, 2));
     const std::uint32_t psn_ab = 0x123456, psn_ba = 0xABCDE;
     const Time t = io::UdpEndpoint::now();
-    const engine::QpRemote ra{peer_b, qb, psn_ab, psn_ba, 8, 128, {auth, key_ab, key_ba}};
-    const engine::QpRemote rb{peer_a, qa, psn_ba, psn_ab, 8, 128, {auth, key_ba, key_ab}};
+    const engine::QpRemote ra{peer_b, qb, psn_ab, psn_ba, 8, 128, {auth, key_ab, key_ba}, wire_ext};
+    const engine::QpRemote rb{peer_a, qa, psn_ba, psn_ab, 8, 128, {auth, key_ba, key_ab}, wire_ext};
     EXPECT_EQ(a->engine().connect_qp(qa, ra, t), 0);
     EXPECT_EQ(b->engine().connect_qp(qb, rb, t), 0);
     return mra && mrb && qa && qb && peer_a && peer_b;

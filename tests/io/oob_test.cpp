@@ -154,11 +154,11 @@ TEST(Oob, MalformedMessagesGiveClearErrors) {
 }
 
 TEST(Oob, ErrorMessageGivesThePeersReason) {
-  // Version 3 on the wire, type 3, the text as the body.
+  // Version 4 on the wire, type 3, the text as the body.
   const std::vector<std::uint8_t> e = encode_error("planes: 2 vs 4");
   ASSERT_EQ(e.size(), 12u + 14u);
   EXPECT_EQ(e[4], 0);
-  EXPECT_EQ(e[5], 3);
+  EXPECT_EQ(e[5], 4);
   EXPECT_EQ(e[7], static_cast<std::uint8_t>(OobType::kError));
   EXPECT_EQ(std::string(e.begin() + 12, e.end()), "planes: 2 vs 4");
   EXPECT_EQ(encode_error(std::string(5000, 'x')).size(), 12u + kOobMaxError);
@@ -432,11 +432,35 @@ TEST(Oob, AuthKeyRoundTripsAndBothSidesMustAgree) {
   // A bad flag and a cut key are refused.
   std::vector<std::uint8_t> body(framed.begin() + 12, framed.end());
   auto bad_flag = body;
-  bad_flag[body.size() - 17] = 2;
+  bad_flag[body.size() - 18] = 2;  // the flag, before the key and the wire_ext byte
   EXPECT_FALSE(decode_conn_info_body(bad_flag, got, err));
   EXPECT_NE(err.find("authentication flag"), std::string::npos) << err;
   EXPECT_FALSE(decode_conn_info_body(std::span(body).first(body.size() - 1), got, err));
   EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+}
+
+TEST(Oob, WireExtRoundTripsAndIsOnOnlyWhenBothOfferIt) {
+  // D45: a side that does not offer the extensions (or an older peer) gets spec packets both ways.
+  ConnInfo mine = sample(5, "127.0.0."), theirs = sample(6, "127.0.0.");
+  std::string err;
+  for (const bool a : {false, true}) {
+    for (const bool b : {false, true}) {
+      mine.wire_ext = a;
+      theirs.wire_ext = b;
+      const std::vector<std::uint8_t> framed = encode_conn_info(theirs);
+      ConnInfo got;
+      ASSERT_TRUE(decode_conn_info_body(std::span(framed).subspan(12), got, err)) << err;
+      EXPECT_EQ(got, theirs);
+      EXPECT_EQ(qp_wire_ext(mine, got), a && b);
+      EXPECT_EQ(qp_wire_ext(got, mine), a && b);
+    }
+  }
+  std::vector<std::uint8_t> body = encode_conn_info(theirs);
+  body.erase(body.begin(), body.begin() + 12);
+  body.back() = 2;
+  ConnInfo got;
+  EXPECT_FALSE(decode_conn_info_body(body, got, err));
+  EXPECT_NE(err.find("wire extension flag must be 0 or 1"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -86,8 +86,8 @@ TEST(Stev, FlowLabelCarriesTheEvOverIpv6Loopback) {
   const std::uint32_t qa = a->engine().create_qp(qc);
   const std::uint32_t qb = b->engine().create_qp(qc);
   const Time t = UdpEndpoint::now();
-  ASSERT_EQ(a->engine().connect_qp(qa, engine::QpRemote{pb, qb, 100, 200, 8, 128}, t), 0);
-  ASSERT_EQ(b->engine().connect_qp(qb, engine::QpRemote{pa, qa, 200, 100, 8, 128}, t), 0);
+  ASSERT_EQ(a->engine().connect_qp(qa, engine::QpRemote{pb, qb, 100, 200, 8, 128, {}, true}, t), 0);
+  ASSERT_EQ(b->engine().connect_qp(qb, engine::QpRemote{pa, qa, 200, 100, 8, 128, {}, true}, t), 0);
   engine::SendWr w;
   w.wr_id = 1;
   w.local_addr = reinterpret_cast<std::uintptr_t>(src.data());

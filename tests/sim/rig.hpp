@@ -67,6 +67,7 @@ class Rig {
       rb.qpn = qa;
       rb.sq_psn = ra.rq_psn;
       rb.rq_psn = ra.sq_psn;
+      ra.wire_ext = rb.wire_ext = true;
       ok_ = ok_ && qa != 0 && qb != 0 && tx.connect_qp(qa, ra, 0) == 0 && rx.connect_qp(qb, rb, 0) == 0;
       tx_qpn_.push_back(qa);
     }

@@ -163,6 +163,7 @@ Result simulate(const DemoOptions& opt) {
   to_rsp.rq_psn = 0x200000;
   to_rsp.peer_mpr_dest = qc.mpr_dest;
   to_rsp.peer_max_wimm_dest = qc.max_wimm_dest;
+  to_rsp.wire_ext = true;  // both ends are this implementation (D45)
   engine::QpRemote to_req = to_rsp;
   to_req.peer = node_req;
   to_req.qpn = qp_req;

@@ -99,6 +99,7 @@ struct PerfOptions {
   std::string ev_mode = "udp";
   std::vector<std::string> srv6_paths;  ///< --ev-mode srv6: uSID paths, hex uSIDs joined by ':'
   bool auth = false;                    ///< MAC-authenticated packets (client: use; server: require)
+  bool wire_ext = true;                 ///< offer the project's wire extensions (used if both sides do)
   std::uint32_t gso = 0;                ///< UDP GSO/GRO burst (packets per EV pick), 0 = off
   std::string impair;
   std::string impair_file;
@@ -286,6 +287,7 @@ bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std
   uc.max_packet = prm.pmtu + 256;
   uc.gso_burst = o.gso;
   uc.port = o.udp_port;
+  uc.engine.wire_ext = o.wire_ext;
   if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, uc.impair, err)) return false;
   if (!o.impair.empty() && !io::parse_impair(o.impair, uc.impair, err)) return false;
   s.ep = io::UdpEndpoint::create(uc, err);
@@ -334,6 +336,7 @@ io::ConnInfo local_info(const Session& s, std::size_t q, const std::vector<io::I
   c.va = reinterpret_cast<std::uintptr_t>(s.buf.data() + q * s.region);
   c.length = s.region;
   c.planes = local;
+  c.wire_ext = s.ep->config().engine.wire_ext;
   return c;
 }
 
@@ -356,6 +359,7 @@ bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::v
     r.peer_mpr_dest = theirs[q].mpr_dest;
     r.peer_max_wimm_dest = theirs[q].max_wimm_dest;
     if (!io::qp_auth(mine[q], theirs[q], r.auth, err)) return false;
+    r.wire_ext = io::qp_wire_ext(mine[q], theirs[q]);  // D45: both sides offer them, or spec packets
     const int rc = s.ep->engine().connect_qp(s.qpns[q], r, io::UdpEndpoint::now());
     if (rc != 0) {
       err = "connect_qp failed: " + std::string(std::strerror(rc));
@@ -758,8 +762,8 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     return refuse(err);
   const std::uint64_t ready[] = {1, o.udp_port};
   if (!ch.send_values(ready, err)) return refuse(err);
-  std::fprintf(stderr, "mrc perf server: serving the client at %s (%u QP(s), %u plane(s))\n", who.c_str(),
-               prm.qps, prm.planes);
+  std::fprintf(stderr, "mrc perf server: serving the client at %s (%u QP(s), %u plane(s), wire ext %s)\n",
+               who.c_str(), prm.qps, prm.planes, io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off");
   double cpu0 = cpu_seconds();
   if (o.progress_thread) s.ep->start();
   // The progress thread must stop before the session's endpoint goes, whatever the way out.
@@ -1330,9 +1334,9 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
 
   if (!o.json) {
     std::printf(
-        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s%s\n", o.qps, local.size(),
-        o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
-        o.gso ? std::to_string(o.gso).c_str() : "off",
+        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s, wire ext %s%s\n", o.qps,
+        local.size(), o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
+        o.gso ? std::to_string(o.gso).c_str() : "off", io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off",
         s.ep->config().impair.enabled() ? (", impair " + io::to_string(s.ep->config().impair)).c_str() : "");
     std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
                 "MsgRate[Mpps]", "DataPkt/s", "Time[s]", "CPU[s]", "rtx");
@@ -1378,6 +1382,7 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
     j["op"] = o.imm ? "WRITE_IMM" : "WRITE";
     j["pmtu"] = prm.pmtu;
     j["gso"] = o.gso;
+    j["wire_ext"] = io::qp_wire_ext(mine[0], theirs[0]);
     j["evs_per_plane"] = prm.evs_per_plane;
     j["region_bytes_per_qp"] = prm.region;
     j["cc"] = o.cc;
@@ -1574,6 +1579,11 @@ CLI::App* add_perf_command(CLI::App& app) {
   c->add_flag("--auth", o.auth,
               "Authenticate every packet with a per-connection SipHash-2-4 MAC in place of the ICRC "
               "(client: use it; server: refuse clients that do not)");
+  c->add_option("--wire-ext", o.wire_ext,
+                "Offer the project's wire extensions (service times, CC flags, EV echo in bytes the public "
+                "sources leave reserved, docs/wire-format.md W20): used only if the other side offers them "
+                "too (decisions.md D45); off = spec packets only. on|off, default on")
+      ->type_name("on|off");
   c->add_option("--gso", o.gso,
                 "UDP segmentation offload: each QP sends N packets on one EV and they leave as one GSO send; "
                 "GRO on receive (0 = off, 2..64)")
