@@ -250,18 +250,21 @@ constexpr std::uint32_t gf_pow(std::uint32_t base, std::uint64_t e) {
 }
 
 /// x^(8n) (forward) and x^(-8n - 32) (inverse, for the IPv4 ID) for n < 2^16 as (hi byte, lo byte)
-/// tables: one multiplication joins them.
+/// tables: one multiplication joins them. clmul_lo/hi: the forward ones times x^-33, for gf_mul_clmul.
 struct ShiftTables {
-  std::array<std::uint32_t, 256> fwd_lo, fwd_hi, inv_lo, inv_hi;
+  std::array<std::uint32_t, 256> fwd_lo, fwd_hi, inv_lo, inv_hi, clmul_lo, clmul_hi;
 };
 ShiftTables make_shift_tables() {
   ShiftTables t{};
   const std::uint32_t x8 = gf_pow(kX1, 8), x2048 = gf_pow(x8, 256);
   const std::uint32_t xi8 = gf_pow(kXInv, 8), xi2048 = gf_pow(xi8, 256);
   std::uint32_t f = 0x80000000u, F = 0x80000000u, i = gf_pow(kXInv, 32), I = 0x80000000u;
+  const std::uint32_t xi33 = gf_pow(kXInv, 33);
   for (std::size_t k = 0; k < 256; ++k) {
     t.fwd_lo[k] = f;
     t.fwd_hi[k] = F;
+    t.clmul_lo[k] = gf_mul(f, xi33);
+    t.clmul_hi[k] = gf_mul(F, xi33);
     t.inv_lo[k] = i;
     t.inv_hi[k] = I;
     f = gf_mul(f, x8);
@@ -272,6 +275,18 @@ ShiftTables make_shift_tables() {
   return t;
 }
 const ShiftTables kShift = make_shift_tables();
+
+#ifdef MRC_CRC32_CLMUL
+/// a * b * x^33 mod P: one carry-less multiply (the 63-bit product of two register-layout values is
+/// a*b*x as an 8-byte message, see the folding notes above) reduced by the tables (times x^32).
+MRC_CLMUL_TARGET std::uint32_t gf_mul_x33(std::uint32_t a, std::uint32_t b) {
+  const __m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)),
+                                         _mm_cvtsi32_si128(static_cast<int>(b)), 0x00);
+  alignas(8) std::uint8_t q[8];
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(q), p);
+  return advance_table(0, q, sizeof q);
+}
+#endif
 
 /// The register after the 8 x 0xFF placeholder, where the prefix starts.
 const std::uint32_t kAfterLrh = [] {
@@ -327,8 +342,13 @@ void masked_ipv6_udp(std::uint8_t* out, const std::uint8_t src[16], const std::u
 
 std::uint32_t icrc_prefix_xor(std::span<const std::uint8_t> masked_ip_udp, std::size_t rest_len) {
   const std::uint32_t d = advance_table(kAfterLrh, masked_ip_udp.data(), masked_ip_udp.size()) ^ kAfterLrh;
-  const std::uint32_t shift = gf_mul(kShift.fwd_hi[(rest_len >> 8) & 0xFFu], kShift.fwd_lo[rest_len & 0xFFu]);
-  return gf_mul(d, shift);
+  const std::size_t hi = (rest_len >> 8) & 0xFFu, lo = rest_len & 0xFFu;
+#ifdef MRC_CRC32_CLMUL
+  // Both tables carry x^-33, so the two products' x^33 cancel: d * x^(8n).
+  if (kCrc32Kind != Crc32Kind::kTable)
+    return gf_mul_x33(d, gf_mul_x33(kShift.clmul_hi[hi], kShift.clmul_lo[lo]));
+#endif
+  return gf_mul(d, gf_mul(kShift.fwd_hi[hi], kShift.fwd_lo[lo]));
 }
 
 bool icrc_explained_by_ipv4_id(std::uint32_t diff, std::size_t rest_len) {
