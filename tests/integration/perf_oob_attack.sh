@@ -35,7 +35,7 @@ HELLO = 0x4D52435045524632
 def conn():
     return socket.create_connection(("127.0.0.1", port), timeout=20)
 def frame(typ, body):
-    return b"MRCO" + struct.pack(">HHI", 3, typ, len(body)) + body
+    return b"MRCO" + struct.pack(">HHI", 4, typ, len(body)) + body
 def values(vals):
     return frame(2, struct.pack(">I", len(vals)) + b"".join(struct.pack(">Q", v) for v in vals))
 def reason(s):  # the server's kError text, or what came instead
@@ -106,7 +106,7 @@ elif mode == "garbage":  # a silent one, garbage, a header announcing 4 GiB; sil
     ready, release = sys.argv[3], sys.argv[4]
     quiet = conn()
     g = conn(); g.sendall(b"GET / HTTP/1.0\r\n\r\n" * 8)
-    h = conn(); h.sendall(b"MRCO" + struct.pack(">HHI", 3, 2, 0xFFFFFFFF) + b"\0" * 4096)
+    h = conn(); h.sendall(b"MRCO" + struct.pack(">HHI", 4, 2, 0xFFFFFFFF) + b"\0" * 4096)
     print(f"garbage: {reason(g)}")
     print(f"4 GiB header: {reason(h)}")
     print(f"silent neighbour still open after them: {still_open(quiet)}")

@@ -38,7 +38,7 @@ import socket, struct, sys
 vals = [0x4D52435045524632, 1, 4096, 4096, 0, 0, 2, 15, 0, 2, 1, 4791]  # evs_per_plane = 0
 body = struct.pack(">I", len(vals)) + b"".join(struct.pack(">Q", v) for v in vals)
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(b"MRCO" + struct.pack(">HHI", 3, 2, len(body)) + body)
+s.sendall(b"MRCO" + struct.pack(">HHI", 4, 2, len(body)) + body)
 data = b""
 while chunk := s.recv(4096):
     data += chunk

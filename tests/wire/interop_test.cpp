@@ -32,7 +32,7 @@ std::string trim(const std::string& s) {
 }
 
 std::vector<Vector> load() {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "interop_vectors.txt";
+  const auto path = std::filesystem::path(MRC_WIRE_TEST_DIR) / "interop_vectors.txt";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::vector<Vector> out;
