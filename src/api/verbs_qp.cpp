@@ -9,6 +9,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,6 +62,9 @@ mrc_context* context_for(mrc_device& d) {
 // ---- the context ops ----
 int op_poll_cq(ibv_cq* cq, int n, ibv_wc* wc) {
   const int r = mrc_poll_cq(cq_of(cq)->mrc, n, wc);
+  // A verbs program busy-polls an empty CQ; the completions it waits for come from this
+  // process's progress thread, which then shares a core with the poller.
+  if (r == 0) sched_yield();
   return r >= 0 ? r : -errno;
 }
 int op_req_notify_cq(ibv_cq* cq, int solicited_only) {
