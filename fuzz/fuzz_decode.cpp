@@ -1,10 +1,10 @@
 // libFuzzer target for the wire decoder.
 //
-// Every input is decoded in six modes (plain, verify_icrc, trimmed, trimmed+verify, and plain and
-// trimmed with the project's wire extensions). Whenever a decode succeeds, the packet is re-encoded
-// and decoded again, and the fields must match up to what the decoder reports but the encoder
-// never sends (TS on a control packet, a timestamp ftype other than 1, SACK m = 3): encode/decode
-// agree on every other field. Any mismatch aborts.
+// Every input is decoded in seven modes (plain, verify_icrc, trimmed, trimmed+verify, plain and
+// trimmed with the project's wire extensions, and verify_icrc with an IP/UDP prefix XOR and any IPv4 ID).
+// Whenever a decode succeeds, the packet is re-encoded and decoded again, and the fields must match up to
+// what the decoder reports but the encoder never sends (TS on a control packet, a timestamp ftype other than
+// 1, SACK m = 3): encode/decode agree on every other field. Any mismatch aborts.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -95,6 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       {.verify_icrc = true, .trimmed = true},
       {.verify_icrc = false, .ext = true, .trimmed = false},
       {.verify_icrc = false, .ext = true, .trimmed = true},
+      // RoCEv2's ICRC over a driver's IP/UDP prefix (W22): the XOR and the any-IPv4-ID reading.
+      {.verify_icrc = true, .trimmed = false, .icrc_xor = 0x9E3779B9u, .icrc_any_ipv4_id = true},
   };
   Error plain = Error::kOk;
   for (const DecodeOptions& opt : kModes) {
