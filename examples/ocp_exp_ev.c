@@ -207,9 +207,9 @@ static int run(struct ibv_context* ibv_ctx) {
     const uint32_t state = (i >= 13 && i <= 42 && !replaced) ? MRC_CTL_EV_DENIED : MRC_CTL_EV_GOOD;
     if (memcmp(arr[i].ev.val, want.val, sizeof want.val) != 0 || arr[i].ev.port != want.port ||
         (uint32_t)arr[i].state != state) {
+      const unsigned port = arr[i].ev.port, got = (unsigned)arr[i].state;
       free(arr);
-      FAIL("EV[%u] is not what was programmed (port %u, state %u)", i, arr[i].ev.port,
-           (unsigned)arr[i].state);
+      FAIL("EV[%u] is not what was programmed (port %u, state %u)", i, port, got);
     }
   }
   free(arr);
