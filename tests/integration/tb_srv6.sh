@@ -5,6 +5,7 @@
 # checksums over the carrier address, and the receiver does count those as checksum errors.
 PREFIX=mrctc
 source "$(dirname "$0")/lib.sh"
+need_srv6
 N=300
 "$TB" up --hosts 2 --planes 2 --spines 2 --mode srv6
 csum_err() { "$TB" exec h2 -- awk '$1 == "Udp6InCsumErrors" {print $2}' /proc/net/snmp6; }

@@ -13,6 +13,7 @@
 PREFIX=mrcs6
 MRC=${1:-${MRC_BIN:-}}
 source "$(dirname "$0")/lib.sh"
+need_srv6
 [[ -n $MRC && -x $MRC ]] || fail "usage: $0 PATH/TO/mrc (got '${MRC}')"
 PORT=18515
 SRV_PID= CLI_PID=
