@@ -346,7 +346,8 @@ int cmd_show(mrc_ctl_context* c) {
   out["port_mask"] = d.phy_port_mask;
   out["ev_free"] = d.ev.ev_free_count;
   out["ports"] = nlohmann::json::array();
-  for (std::uint8_t p = 1; p < 64; ++p) {
+  // phy_port_mask is 32 bits, bit N = port N (1-based): ports 1..31.
+  for (std::uint8_t p = 1; p < 32; ++p) {
     if (!((d.phy_port_mask >> p) & 1u)) continue;
     mrc_ctl_port_attr pa{};
     mrc_ctl_port_counters pc{};
