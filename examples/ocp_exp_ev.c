@@ -17,7 +17,7 @@
  *     mrc_destroy_context, ibv_close_device
  *
  * It prints how fast the single-EV REPLACE_EV calls went (information only). Exit 0 only if every
- * step behaved. Needs MRC_DEVICES (e.g. "ocp0=127.0.98.1,127.1.98.1") and a privileged process. */
+ * step behaved. Needs MRC_DEVICES (e.g. "ocp0=127.0.88.1,127.1.88.1") and a privileged process. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <infiniband/verbs.h>

@@ -44,12 +44,12 @@ CMAKE
 cmake -S "$work/proj" -B "$work/proj/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$extra" \
       -DCMAKE_EXE_LINKER_FLAGS="$extra" >/dev/null
 cmake --build "$work/proj/build" >/dev/null
-"$work/proj/build/pingpong_shared" -n 50 -a 127.0.91.1 -b 127.0.91.2
-"$work/proj/build/pingpong_static" -n 50 -a 127.0.91.3 -b 127.0.91.4
+"$work/proj/build/pingpong_shared" -n 50 -a 127.0.85.1 -b 127.0.85.2
+"$work/proj/build/pingpong_static" -n 50 -a 127.0.85.3 -b 127.0.85.4
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046,SC2086
 cc -std=c11 -Wall -Wextra -Werror $extra "$examples/wimm_pingpong.c" $(pkg-config --cflags --libs mrc) \
    -Wl,-rpath,"$(pkg-config --variable=libdir mrc)" -o "$work/pingpong_pc"
-"$work/pingpong_pc" -n 50 -a 127.0.91.5 -b 127.0.91.6
+"$work/pingpong_pc" -n 50 -a 127.0.85.5 -b 127.0.85.6
 echo "packaging: find_package (shared, static) and pkg-config builds ran"

@@ -140,8 +140,8 @@ ibv_send_wr write_wr(VSide& from, const VSide& to, ibv_sge& sge, std::uint32_t l
 
 TEST(VerbsQp, WriteWithImmThroughTheInlineVerbsAndACompletionEvent) {
   VSide a, b;
-  a.open("127.0.90.1");
-  b.open("127.0.90.2");
+  a.open("127.0.86.1");
+  b.open("127.0.86.2");
   ASSERT_FALSE(HasFatalFailure());
   a.connect(b);
   b.connect(a);
@@ -194,8 +194,8 @@ TEST(VerbsQp, WriteWithImmThroughTheInlineVerbsAndACompletionEvent) {
 
 TEST(VerbsQp, VerbsAnMrcQpDoesNotHaveAreRefusedNeverPosted) {
   VSide a, b;
-  a.open("127.0.91.1");
-  b.open("127.0.91.2");
+  a.open("127.0.87.1");
+  b.open("127.0.87.2");
   ASSERT_FALSE(HasFatalFailure());
 
   // Objects the device does not have.

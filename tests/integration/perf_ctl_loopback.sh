@@ -9,9 +9,9 @@
 SERVER_TIMEOUT=120
 source "$(dirname "$0")/perf_loopback.sh"
 export MRC_CTL_DIR=$WORK/ctl  # this test's own runtime directory: no other test's endpoints
-# 127.<plane>.97.x: addresses no other test uses
-start_server srv --local 127.1.97.1,127.2.97.1 --once
-timeout 60 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local 127.1.97.2,127.2.97.2 -D 15 -s 4096 \
+# 127.<plane>.89.x: addresses no other test uses
+start_server srv --local 127.1.89.1,127.2.89.1 --once
+timeout 60 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local 127.1.89.2,127.2.89.2 -D 15 -s 4096 \
   >"$WORK/cli.out" 2>"$WORK/cli.err" &
 CLI_PID=$!
 PIDS+=("$CLI_PID")
