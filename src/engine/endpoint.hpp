@@ -45,6 +45,11 @@ struct Tunables {
   /// Losses on one plane with nothing delivered on it since, before the whole plane is declared
   /// failed (all its EVs ASSUMED_BAD at once). 0 disables the inference.
   std::uint32_t plane_failure_losses = 3;
+  /// A retransmission whose previous copy went on a plane now known failed (its port or the
+  /// peer's is down, or no GOOD active EV is left on it) is sent twice, the second copy on another
+  /// plane: the repair of a failed plane's in-flight window is what a failover waits for, and one
+  /// random loss of it costs another loss-detection round (D56).
+  bool failover_dup = true;
   /// Packets a QP sends on one EV before it picks another (1..64; EvManager::Params::burst). 1
   /// sprays per packet; the UDP endpoint raises it with GSO so a burst leaves as one send (D36).
   std::uint32_t ev_burst = 1;
@@ -156,6 +161,7 @@ struct QpCounters {
   std::uint64_t rx_data = 0, rx_dup = 0, rx_sack = 0, rx_nack = 0, rx_trimmed = 0, rx_probe = 0;
   std::uint64_t rtx_nack = 0, rtx_loss = 0, rtx_timeout = 0, rtx_port = 0;  ///< retransmits by cause
   std::uint64_t rtx_spurious = 0;  ///< retransmissions that reached the responder as duplicates
+  std::uint64_t tx_dup = 0;        ///< second copies of failover retransmissions (D56)
   std::uint64_t nack_sent_by_reason[32] = {};
   std::uint64_t rx_refused = 0;  ///< dropped: bad rkey/bounds/PSN/peer/pkey
   /// Fatal NAKs (D39): held for confirmation (the packet is resent), and dismissed (for a packet

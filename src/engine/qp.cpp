@@ -220,7 +220,8 @@ bool Qp::wants_tx() const {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
   if (ctrl_count_ > 0) return true;
   if (state_ != QpState::kRts) return false;
-  return rtx_pending_ > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever || evm_.next_probe_time() != kNever;
+  return rtx_pending_ > 0 || sq_unsent_ > 0 || dup_head_ < dup_queue_.size() || tail_probe_at_ != kNever ||
+         evm_.next_probe_time() != kNever;
 }
 
 std::size_t Qp::memory_bytes() const {
@@ -228,7 +229,8 @@ std::size_t Qp::memory_bytes() const {
          sq_.capacity() * sizeof(SendWqe) + ring_.capacity() * sizeof(TxRec) +
          probes_.capacity() * sizeof(Probe) + (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 +
          plane_losses_.capacity() * 4 + ctrl_.capacity() * sizeof(CtrlTx) +
-         wimm_.capacity() * sizeof(WimmSlot) + rq_.capacity() * 8;
+         wimm_.capacity() * sizeof(WimmSlot) + rq_.capacity() * 8 +
+         (dup_queue_.capacity() + dup_sent_.capacity()) * 4;
 }
 
 Time Qp::next_deadline() const {
@@ -342,8 +344,15 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
     if (!cc_.can_send(r.len + kPktOverhead)) return false;
     const std::uint16_t slot = evm_.pick_proven(ports, r.sent);
     if (slot == EvManager::kNone) return false;
-    return build_data(out, psn, true, slot, now);
+    // D56: the previous copy went on a plane now known failed: a second copy follows.
+    const bool dup = ep_.config().tun.failover_dup && r.ev_slot != EvManager::kNone &&
+                     plane_failed(evm_.ev(r.ev_slot).port);
+    if (!build_data(out, psn, true, slot, now)) return false;
+    if (dup) queue_dup(psn);
+    return true;
   }
+  // 2b. Second copies of failover retransmissions (D56), before new data.
+  if (dup_head_ < dup_queue_.size() && poll_dup(out, ports)) return true;
   // 3. New data within the MPR window, the WIMM limit and the congestion window.
   if (sq_unsent_ == 0) return false;
   if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) return false;

@@ -115,7 +115,17 @@ class Qp {
   void complete_send_wqes(Time now);
   void fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now);
   bool build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now);
+  /// The data packet of record `r` (PSN `psn`) but for ack_req; true if it ends its message.
+  [[gnu::always_inline]] inline bool fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn,
+                                               bool rtx) const;
   bool next_rtx(std::uint32_t& psn);
+  /// D56: whether `plane` is known failed for this QP (its port or the peer's is down, or no GOOD
+  /// active EV is left on it).
+  bool plane_failed(std::uint8_t plane) const;
+  void queue_dup(std::uint32_t psn);
+  bool poll_dup(TxPacket& out, std::uint32_t ports);
+  /// A duplicate arrival of this PSN is the expected one of a second copy (and forgets it).
+  bool expected_dup(std::uint32_t psn);
   void handle_sack(const wire::Packet& p, const RxMeta& meta, Time now);
   void handle_nack(const wire::Packet& p, Time now);
   void handle_aeth(const wire::Packet& p, Time now);
@@ -244,6 +254,15 @@ class Qp {
   /// sent after it were declared lost since (plane-failure inference).
   std::vector<Time> plane_delivered_sent_;
   std::vector<std::uint32_t> plane_losses_;
+  /// D56: PSNs whose second copy is still to be sent (FIFO from dup_head_), and the PSNs that got
+  /// one lately (psn + 1, 0 = empty), whose expected duplicate arrival is no spurious retransmission.
+  /// Both allocated at the first failover.
+  std::vector<std::uint32_t> dup_queue_;
+  std::uint32_t dup_head_ = 0;
+  static constexpr std::size_t kDupQueueMax = 1024;
+  static constexpr std::size_t kDupSentSlots = 64;
+  std::vector<std::uint32_t> dup_sent_;
+  std::uint32_t dup_sent_next_ = 0;
   static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes CC charges per packet beyond payload
 
   // responder

@@ -93,14 +93,12 @@ void Qp::list_remove(std::uint32_t idx) {
   r.prev = r.next = kNil;
 }
 
-bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now) {
-  TxRec& r = rec(psn);
+bool Qp::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
   const SendWqe& w = sq_[r.wqe];
   const std::uint32_t index = r.offset / cfg_.pmtu;
   const bool first = index == 0;
   const bool last = index + 1 == w.npkts;
   using wire::Opcode;
-  wire::Packet p;
   if (first && last)
     p.bth.opcode = w.wr.with_imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
   else if (first)
@@ -113,6 +111,20 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   p.bth.dest_qp = remote_.qpn;
   p.bth.psn = psn;
   p.bth.rtx = rtx;
+  p.meth.msn = w.msn;
+  p.meth.rqmsn = w.rqmsn;
+  p.reth.va = w.wr.remote_addr + r.offset;
+  p.reth.rkey = w.wr.rkey;
+  p.reth.dma_len = w.wr.length;
+  p.imm = w.wr.imm;
+  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + r.offset, r.len);
+  return last;
+}
+
+bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now) {
+  TxRec& r = rec(psn);
+  wire::Packet p;
+  const bool last = fill_data(p, r, psn, rtx);
   const std::uint32_t in_flight_after = static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_));
   const bool nothing_more = rtx_pending_ <= (rtx ? 1u : 0u) && sq_unsent_ == 0;
   // Ask for an immediate SACK at message ends, on retransmissions, on the last packet we have to
@@ -121,13 +133,6 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   cc_.on_send(r.len + kPktOverhead);
   p.bth.ack_req = last || rtx || nothing_more || cc_.ack_request() ||
                   !cc_.can_send(cfg_.pmtu + kPktOverhead) || in_flight_after + 1 >= window_psns();
-  p.meth.msn = w.msn;
-  p.meth.rqmsn = w.rqmsn;
-  p.reth.va = w.wr.remote_addr + r.offset;
-  p.reth.rkey = w.wr.rkey;
-  p.reth.dma_len = w.wr.length;
-  p.imm = w.wr.imm;
-  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + r.offset, r.len);
 
   if (rtx) {
     --rtx_pending_;
@@ -160,6 +165,63 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   // last progress. Anything sent before a delivered packet is RACK's job, so only the newest matters.
   tail_probe_at_ = now + pto_;
   return finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
+}
+
+bool Qp::plane_failed(std::uint8_t plane) const {
+  return ((ep_.port_mask() & peer_ports_) >> plane & 1u) == 0 || evm_.active_good(plane) == 0;
+}
+
+void Qp::queue_dup(std::uint32_t psn) {
+  if (dup_head_ == dup_queue_.size()) {
+    dup_queue_.clear();
+    dup_head_ = 0;
+  }
+  if (dup_queue_.size() >= kDupQueueMax) return;  // a huge window on a failed plane: one copy each
+  dup_queue_.push_back(psn);
+}
+
+bool Qp::poll_dup(TxPacket& out, std::uint32_t ports) {
+  while (dup_head_ < dup_queue_.size()) {
+    const std::uint32_t psn = dup_queue_[dup_head_];
+    // Still unacknowledged, and its retransmission in flight (not lost again, which resends it).
+    const TxRec& r = rec(psn);
+    if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_) || (r.flags & (kSacked | kLost)) ||
+        !(r.flags & kInFlight) || r.ev_slot == EvManager::kNone) {
+      ++dup_head_;
+      continue;
+    }
+    // On another plane than the retransmission, so one plane's loss cannot take both; it waits
+    // while those planes are busy (`ports` holds the free ones) and is dropped if none is usable.
+    const std::uint32_t other = ~(1u << evm_.ev(r.ev_slot).port);
+    if ((usable_ports(~0u) & other) == 0) {
+      ++dup_head_;
+      continue;
+    }
+    if ((ports & other) == 0 || !cc_.can_send(r.len + kPktOverhead)) return false;
+    const std::uint16_t slot = evm_.pick_proven(ports & other, r.sent);
+    if (slot == EvManager::kNone) return false;
+    ++dup_head_;
+    if (dup_sent_.empty()) dup_sent_.assign(kDupSentSlots, 0);
+    dup_sent_[dup_sent_next_] = psn + 1;
+    dup_sent_next_ = (dup_sent_next_ + 1) % kDupSentSlots;
+    // The record keeps describing the retransmission, and CC is not charged: the one
+    // acknowledgement of the PSN releases one copy.
+    wire::Packet p;
+    fill_data(p, r, psn, true);
+    p.bth.ack_req = true;
+    ++ctr_.tx_dup;
+    return finish_tx(out, p, slot, TrafficClass::kDataRtx);
+  }
+  return false;
+}
+
+bool Qp::expected_dup(std::uint32_t psn) {
+  for (std::uint32_t& d : dup_sent_)
+    if (d == psn + 1) {
+      d = 0;
+      return true;
+    }
+  return false;
 }
 
 bool Qp::next_rtx(std::uint32_t& psn) {
@@ -491,7 +553,8 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
         evm_.on_skip_signal(slot, EvCause::kEcnEcho, now);
     }
   }
-  if (!s.pr && (s.cc_flags & wire::cc_flags::kRtxEcho) && (s.cc_flags & wire::cc_flags::kDupEcho)) {
+  if (!s.pr && (s.cc_flags & wire::cc_flags::kRtxEcho) && (s.cc_flags & wire::cc_flags::kDupEcho) &&
+      !expected_dup(trigger)) {
     // A retransmission that arrived as a duplicate: the original had arrived (spurious). It widens
     // the reorder window (D43), like a DSACK in RFC 8985. Its PSN is usually acknowledged already,
     // so the trigger's record cannot say more.

@@ -27,6 +27,7 @@ namespace {
   X(rtx_timeout, "retransmissions caused by a timeout")                                   \
   X(rtx_port, "retransmissions caused by a plane going down")                             \
   X(rtx_spurious, "retransmissions that arrived as duplicates")                           \
+  X(tx_dup, "second copies of retransmissions after a plane failed (D56)")                \
   X(rx_refused, "packets refused: bad rkey, bounds, PSN, peer or pkey")                   \
   X(rx_fatal_nak_held, "fatal NAKs held until a retransmission confirms them")            \
   X(rx_fatal_nak_dismissed, "fatal NAKs dismissed (packet acknowledged, or unconfirmed)") \

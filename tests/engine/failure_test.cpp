@@ -143,6 +143,85 @@ TEST(Failure, DeadPlaneIsDetectedFromLossesAndNothingIsLost) {
   for (std::uint8_t plane = 0; plane < 3; ++plane) EXPECT_GT(evs.active_good(plane), 0u);
 }
 
+// D56: a plane dies mid-transfer. Every retransmission of a packet whose copy went on the dead plane
+// is followed by a second copy on a plane other than its own; no other retransmission gets one;
+// the second copies' duplicate arrivals are not counted as spurious retransmissions. Off, one copy.
+struct DupRun {
+  std::uint64_t dups = 0, spurious = 0, rtx = 0;
+  std::uint32_t failover_rtx = 0, failover_rtx_doubled = 0, other_doubled = 0, same_plane_pairs = 0;
+};
+DupRun run_plane_kill(bool dup, double loss, std::uint64_t seed) {
+  PairOptions o;
+  o.buf_size = 16 << 20;
+  o.path.loss = loss;
+  o.seed = seed;
+  o.failover_dup = dup;
+  Pair p(o);
+  const std::uint8_t dead = 2;
+  const Time kill_at = 300_us;
+  p.net().kill_plane(dead, kill_at);
+  // Per PSN: the planes of its copies sent after the kill, in order, and whether a copy before the
+  // kill (or any copy) went on the dead plane.
+  std::map<std::uint32_t, std::vector<std::pair<Time, std::uint8_t>>> copies;
+  std::map<std::uint32_t, bool> on_dead;
+  p.net().set_observer([&](const sim::PacketRecord& r) {
+    if (r.src != p.node_a() || r.tc == engine::TrafficClass::kControl) return;
+    if (r.plane == dead) on_dead[r.psn] = true;
+    if (r.tc == engine::TrafficClass::kDataRtx && r.sent >= kill_at)
+      copies[r.psn].emplace_back(r.sent, r.plane);
+  });
+  EXPECT_EQ(p.write(1, 0, 16 << 20, 0), 0);
+  EXPECT_TRUE(p.run_until_completions(1, 0, 100_ms));
+  EXPECT_EQ(p.send_done().at(0).status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, 16 << 20, 0));
+  DupRun d;
+  d.dups = p.qpa().counters().tx_dup;
+  d.spurious = p.qpa().counters().rtx_spurious;
+  d.rtx = p.qpa().counters().tx_rtx;
+  for (auto& [psn, v] : copies) {
+    std::sort(v.begin(), v.end());
+    const bool failover = on_dead.count(psn) > 0;
+    d.failover_rtx += failover;
+    // Two copies within a few packet times of each other: the retransmission and its second copy.
+    bool doubled = false;
+    for (std::size_t i = 1; i < v.size(); ++i)
+      if (v[i].first - v[i - 1].first < 5_us) {
+        doubled = true;
+        d.same_plane_pairs += v[i].second == v[i - 1].second;
+      }
+    if (failover)
+      d.failover_rtx_doubled += doubled;
+    else
+      d.other_doubled += doubled;
+  }
+  return d;
+}
+
+TEST(Failure, RepairsOfADeadPlanesPacketsAreSentTwiceOnOtherPlanes) {
+  for (std::uint64_t seed : {1, 2, 3}) {
+    const DupRun on = run_plane_kill(true, 0.0, seed);
+    SCOPED_TRACE(seed);
+    EXPECT_GT(on.failover_rtx, 5u);
+    // Most failover repairs are doubled (a packet lost before the plane was known dead can be
+    // resent once on it before that, and that copy is the one that counts).
+    EXPECT_GE(on.failover_rtx_doubled * 10, on.failover_rtx * 8)
+        << on.failover_rtx_doubled << "/" << on.failover_rtx;
+    EXPECT_EQ(on.other_doubled, 0u);
+    EXPECT_EQ(on.same_plane_pairs, 0u);
+    EXPECT_GE(on.dups, on.failover_rtx_doubled);
+    EXPECT_LE(on.dups, on.failover_rtx);
+    EXPECT_EQ(on.spurious, 0u);  // no loss but the dead plane: no retransmission was spurious
+    const DupRun off = run_plane_kill(false, 0.0, seed);
+    EXPECT_EQ(off.dups, 0u);
+    EXPECT_EQ(off.failover_rtx_doubled, 0u);
+    EXPECT_GT(off.failover_rtx, 5u);
+  }
+  // With random loss too, every repair still arrives and nothing else is doubled.
+  const DupRun lossy = run_plane_kill(true, 0.01, 4);
+  EXPECT_GT(lossy.dups, 0u);
+  EXPECT_EQ(lossy.same_plane_pairs, 0u);
+}
+
 TEST(Failure, TrimmedPacketsAreRetransmittedOnTheirNackWithoutATimeout) {
   PairOptions o;
   o.path.trim = 0.05;

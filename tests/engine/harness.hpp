@@ -34,9 +34,10 @@ struct PairOptions {
   std::uint8_t retry_linear = 7;
   std::uint8_t retry_exp = 25;
   bool icrc = true;
-  bool auth = false;       ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
-  bool wire_ext = true;    ///< EndpointConfig::wire_ext of A
-  bool wire_ext_b = true;  ///< B's; the connection agrees to the extensions only if both offer them (D45)
+  bool auth = false;         ///< MAC-authenticated QPs (engine/auth.hpp), fixed test keys
+  bool wire_ext = true;      ///< EndpointConfig::wire_ext of A
+  bool wire_ext_b = true;    ///< B's; the connection agrees to the extensions only if both offer them (D45)
+  bool failover_dup = true;  ///< Tunables::failover_dup of A (D56)
 };
 
 inline engine::QpConfig make_qp_config(const PairOptions& o, Duration base_rtt, std::uint64_t seed) {
@@ -77,6 +78,7 @@ class Pair {
     ec.icrc = o.icrc;
     ec.wire_ext = o.wire_ext;
     ec.seed = o.seed * 2 + 1;
+    ec.tun.failover_dup = o.failover_dup;
     a_ = std::make_unique<engine::Endpoint>(ec);
     ec.seed = o.seed * 2 + 2;
     ec.wire_ext = o.wire_ext_b;

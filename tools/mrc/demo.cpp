@@ -341,10 +341,12 @@ void print_text(const Result& r) {
     std::printf("goodput: overall %.1f Gb/s\n", r.gbps_overall);
   }
   std::printf(
-      "retransmissions: %llu (nack %llu, loss %llu, timeout %llu, port %llu), timeouts %llu\n",
+      "retransmissions: %llu (nack %llu, loss %llu, timeout %llu, port %llu), timeouts %llu, "
+      "second copies after the failure %llu\n",
       static_cast<unsigned long long>(r.req.tx_rtx), static_cast<unsigned long long>(r.req.rtx_nack),
       static_cast<unsigned long long>(r.req.rtx_loss), static_cast<unsigned long long>(r.req.rtx_timeout),
-      static_cast<unsigned long long>(r.req.rtx_port), static_cast<unsigned long long>(r.req.timeouts));
+      static_cast<unsigned long long>(r.req.rtx_port), static_cast<unsigned long long>(r.req.timeouts),
+      static_cast<unsigned long long>(r.req.tx_dup));
   std::printf("trims: %llu in the network, %llu trimmed packets received; NACKs: %llu sent, %llu received\n",
               static_cast<unsigned long long>(r.net.trimmed),
               static_cast<unsigned long long>(r.rsp.rx_trimmed),
@@ -398,9 +400,10 @@ nlohmann::json to_json(const Result& r) {
     j["goodput_gbps"]["before_failure"] = r.gbps_before;
     j["goodput_gbps"]["after_failure"] = r.gbps_after;
   }
-  j["retransmissions"] = {{"total", r.req.tx_rtx},  {"nack", r.req.rtx_nack},
-                          {"loss", r.req.rtx_loss}, {"timeout", r.req.rtx_timeout},
-                          {"port", r.req.rtx_port}, {"timeouts", r.req.timeouts}};
+  j["retransmissions"] = {{"total", r.req.tx_rtx},        {"nack", r.req.rtx_nack},
+                          {"loss", r.req.rtx_loss},       {"timeout", r.req.rtx_timeout},
+                          {"port", r.req.rtx_port},       {"timeouts", r.req.timeouts},
+                          {"second_copies", r.req.tx_dup}};
   j["trims"] = {{"network", r.net.trimmed}, {"received", r.rsp.rx_trimmed}};
   j["nacks"] = {{"sent", r.rsp.tx_nack}, {"received", r.req.rx_nack}};
   json changes = json::array();
