@@ -122,6 +122,9 @@ class Qp {
   /// D56: whether `plane` is known failed for this QP (its port or the peer's is down, or no GOOD
   /// active EV is left on it).
   bool plane_failed(std::uint8_t plane) const;
+  /// D56: this QP's confirmed-loss rate (D43's, over its recent first transmissions) is at least
+  /// 1e-4, so a resend may well be lost too.
+  bool lossy() const;
   void queue_dup(std::uint32_t psn);
   bool poll_dup(TxPacket& out, std::uint32_t ports);
   /// A duplicate arrival of this PSN is the expected one of a second copy (and forgets it).

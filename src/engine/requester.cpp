@@ -171,6 +171,11 @@ bool Qp::plane_failed(std::uint8_t plane) const {
   return ((ep_.port_mask() & peer_ports_) >> plane & 1u) == 0 || evm_.active_good(plane) == 0;
 }
 
+bool Qp::lossy() const {
+  constexpr std::uint64_t kPacketsPerLoss = 10'000;
+  return blame_losses_ >= 2 && std::uint64_t{blame_losses_} * kPacketsPerLoss >= ctr_.tx_data - blame_mark_;
+}
+
 void Qp::queue_dup(std::uint32_t psn) {
   if (dup_head_ == dup_queue_.size()) {
     dup_queue_.clear();
