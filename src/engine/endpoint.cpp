@@ -194,7 +194,13 @@ int Endpoint::modify_to_rtr(std::uint32_t qpn, const QpRemote& remote, Time now)
   Qp* q = qp(qpn);
   if (q == nullptr) return EINVAL;
   const int rc = q->to_rtr(remote, now);
-  if (rc == 0) q->set_peer_ports(q->peer_port_mask(), now);
+  if (rc == 0) {
+    // Start from what the peer last said of its ports (an update that arrived before this QP
+    // was connected names only the QPs connected then).
+    auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
+                              [&](const auto& pp) { return pp.first == remote.peer; });
+    if (known != peer_ports_.end()) q->set_peer_ports(known->second, now);
+  }
   if (rc == 0 && remote.auth.on) any_auth_ = true;
   if (rc == 0) {
     auto it = std::find_if(peer_ext_.begin(), peer_ext_.end(),

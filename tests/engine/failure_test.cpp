@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "harness.hpp"
@@ -125,6 +126,57 @@ TEST(Failure, LocalPortDownMovesTrafficToTheOtherPlanesAtOnce) {
   for (const auto& e : p.b_events())
     if (e.type == engine::EventType::kPortStatus && e.port_mask == 0b1011) told = true;
   EXPECT_TRUE(told);
+}
+
+TEST(Failure, AQpConnectedAfterThePeersPortWentDownAvoidsThatPlane) {
+  // A's port 2 goes down while the first QP pair is connected, so A tells B. A QP pair connected
+  // only afterwards must start from what B knows of A's ports, not send B's data into plane 2.
+  PairOptions o;
+  o.buf_size = 1 << 20;
+  Pair p(o);
+  p.net().port_down(p.node_a(), 2, 20_us);
+  p.net().run_until(200_us);
+  p.drain();
+  bool told = false;
+  for (const auto& e : p.b_events())
+    if (e.type == engine::EventType::kPortStatus && e.port_mask == 0b1011) told = true;
+  ASSERT_TRUE(told);
+
+  const Duration rtt = p.net().base_rtt();
+  const std::uint32_t qa2 = p.a().create_qp(make_qp_config(o, rtt, 91));
+  const std::uint32_t qb2 = p.b().create_qp(make_qp_config(o, rtt, 92));
+  ASSERT_NE(qa2, 0u);
+  ASSERT_NE(qb2, 0u);
+  ASSERT_EQ(p.a().connect_qp(qa2, Pair::remote(p.node_b(), qb2, 0x2000, 0x1000, o), p.net().now()), 0);
+  ASSERT_EQ(p.b().connect_qp(qb2, Pair::remote(p.node_a(), qa2, 0x1000, 0x2000, o), p.net().now()), 0);
+  std::uint64_t b_on_plane2 = 0, b_data = 0;
+  p.net().set_observer([&](const sim::PacketRecord& r) {
+    if (r.src != p.node_b() || r.tc == engine::TrafficClass::kControl) return;
+    ++b_data;
+    b_on_plane2 += r.plane == 2;
+  });
+  engine::SendWr wr;
+  wr.wr_id = 7;
+  wr.local_addr = reinterpret_cast<std::uintptr_t>(p.dst().data());
+  wr.length = 1 << 20;
+  wr.lkey = p.mr_b().lkey;
+  wr.remote_addr = reinterpret_cast<std::uintptr_t>(p.src().data());
+  wr.rkey = p.mr_a().rkey;
+  ASSERT_EQ(p.b().post_send(qb2, wr, p.net().now()), 0);
+  p.net().kick(p.node_b());
+  bool done = false;
+  engine::Completion c;
+  ASSERT_TRUE(p.net().run_while(
+      [&] {
+        while (p.b().poll_completion(c))
+          if (!c.is_recv && c.wr_id == 7) done = true;
+        return !done;
+      },
+      50_ms));
+  EXPECT_EQ(c.status, engine::WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(p.src().data(), p.dst().data(), 1 << 20), 0);
+  EXPECT_GT(b_data, 200u);
+  EXPECT_EQ(b_on_plane2, 0u);
 }
 
 TEST(Failure, DeadPlaneIsDetectedFromLossesAndNothingIsLost) {
