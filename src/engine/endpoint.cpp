@@ -197,9 +197,7 @@ int Endpoint::modify_to_rtr(std::uint32_t qpn, const QpRemote& remote, Time now)
   if (rc == 0) {
     // Start from what the peer last said of its ports (an update that arrived before this QP
     // was connected names only the QPs connected then).
-    auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
-                              [&](const auto& pp) { return pp.first == remote.peer; });
-    if (known != peer_ports_.end()) q->set_peer_ports(known->second, now);
+    if (const std::uint32_t* known = known_peer_ports(remote.peer)) q->set_peer_ports(*known, now);
   }
   if (rc == 0 && remote.auth.on) any_auth_ = true;
   if (rc == 0) {
@@ -521,14 +519,19 @@ bool Endpoint::queue_ep_tx(std::unique_ptr<EpTx> t) {
   return true;
 }
 
+std::uint32_t* Endpoint::known_peer_ports(std::uint32_t peer) {
+  for (auto& [p, mask] : peer_ports_)
+    if (p == peer) return &mask;
+  return nullptr;
+}
+
 void Endpoint::apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now) {
-  auto known =
-      std::find_if(peer_ports_.begin(), peer_ports_.end(), [&](const auto& pp) { return pp.first == peer; });
-  if (known != peer_ports_.end() && known->second == mask) return;
-  if (known == peer_ports_.end())
+  std::uint32_t* known = known_peer_ports(peer);
+  if (known != nullptr && *known == mask) return;
+  if (known == nullptr)
     peer_ports_.emplace_back(peer, mask);
   else
-    known->second = mask;
+    *known = mask;
   Event e;
   e.type = EventType::kPortStatus;
   e.peer = peer;
@@ -613,9 +616,8 @@ void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta,
         ++counters_.rx_ep_refused;
         return;
       }
-      auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
-                                [&](const auto& pp) { return pp.first == meta.peer; });
-      const std::uint32_t before = known == peer_ports_.end() ? 0xFFFFFFFFu : known->second;
+      const std::uint32_t* known = known_peer_ports(meta.peer);
+      const std::uint32_t before = known == nullptr ? 0xFFFFFFFFu : *known;
       if (before == mask) return;  // a copy from another port
       apply_peer_ports(meta.peer, mask, now);
       if ((before & ~mask) != 0 && has_qp_with(meta.peer)) verify_peer_ports(meta.peer, meta.port, now);
@@ -648,9 +650,8 @@ void Endpoint::handle_endpoint_packet(const wire::Packet& p, const RxMeta& meta,
       // reachable on this plane, and the update stands.
       if (!p.eeth.port_status_valid) return;
       const std::uint32_t mask = p.eeth.port_status_mask;
-      auto known = std::find_if(peer_ports_.begin(), peer_ports_.end(),
-                                [&](const auto& pp) { return pp.first == meta.peer; });
-      if (known != peer_ports_.end() && known->second != mask && ((mask >> meta.port) & 1u) != 0) {
+      const std::uint32_t* known = known_peer_ports(meta.peer);
+      if (known != nullptr && *known != mask && ((mask >> meta.port) & 1u) != 0) {
         ++counters_.port_status_corrected;
         apply_peer_ports(meta.peer, mask, now);
       }

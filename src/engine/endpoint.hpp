@@ -274,6 +274,8 @@ class Endpoint {
   bool has_qp_with(std::uint32_t peer) const;
   bool queue_ep_tx(std::unique_ptr<EpTx> t);  ///< false (and counted) when the queue is full
   void apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now);
+  /// The port mask `peer` last announced (D40), or null if it never did.
+  std::uint32_t* known_peer_ports(std::uint32_t peer);
   void verify_peer_ports(std::uint32_t peer, std::uint8_t port, Time now);
   bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
 
