@@ -53,10 +53,15 @@ class EvManager {
   /// delivered a packet sent after `since` (its path worked after the loss), among a few random
   /// candidates; else the candidate that delivered most recently. Bursts do not apply.
   std::uint16_t pick_proven(std::uint32_t ports, Time since);
-  /// A first transmission sent at `sent` on `slot` was acknowledged.
-  void on_delivered(std::uint16_t slot, Time sent) {
+  /// A first transmission sent at `sent` on `slot` was acknowledged. True when it ends a streak
+  /// (LossHistory::streak): the EV's last confirmed loss now counts as one it survived (D57).
+  bool on_delivered(std::uint16_t slot, Time sent) {
     Slot& s = slots_[slot];
-    if (sent > s.delivered_sent) s.delivered_sent = sent;
+    if (sent <= s.delivered_sent) return false;
+    s.delivered_sent = sent;
+    const bool ended = s.loss.streak;
+    s.loss.streak = false;
+    return ended;
   }
   /// A GOOD (else any usable) EV on `port`, for ACK traffic on the plane data arrived on.
   std::uint16_t pick_on_port(std::uint8_t port);
@@ -70,10 +75,14 @@ class EvManager {
   bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
   /// Active EVs on usable ports.
   std::uint32_t active_usable() const;
-  /// Per-EV loss history for blaming (D43): confirmed losses in its current window, and the QP's
+  /// Per-EV loss history for blaming (D43): confirmed losses in its current window, how many of
+  /// them count in the QP's reference rate (D57: only once the EV delivered again), whether nothing
+  /// sent on the EV has been delivered since its last confirmed loss, and the QP's
   /// first-transmission count when the window started (at its first loss).
   struct LossHistory {
-    std::uint32_t losses = 0;
+    std::uint16_t losses = 0;
+    std::uint16_t counted = 0;
+    bool streak = false;
     std::uint64_t since = 0;
   };
   LossHistory& loss_history(std::uint16_t slot) { return slots_[slot].loss; }

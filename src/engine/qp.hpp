@@ -108,7 +108,9 @@ class Qp {
   void list_push(std::uint32_t idx);
   void list_remove(std::uint32_t idx);
   void mark_lost(std::uint32_t psn, LossCause cause, Time now);
-  void mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent);
+  /// Acknowledges `psn`. `judged`: the PSN whose retransmission handle_sack judges itself (the
+  /// SACK's trigger), snd_nxt_ for none.
+  void mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged, Time now);
   void infer_plane_failure(std::uint8_t plane, Time now);
   void resend_in_flight_on(std::uint8_t port, Time now);
   void detect_losses(Time now);
@@ -150,7 +152,8 @@ class Qp {
   void on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now);
   void update_timing();
   void on_rtt_sample(Duration rtt);
-  void ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent);
+  void ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
+                      Time now);
   std::uint32_t psn_of(std::uint32_t idx) const {
     return psn_add(snd_una_, (idx - (snd_una_ & ring_mask_)) & ring_mask_);
   }

@@ -281,7 +281,8 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
   ep_.mark_tx_ready(this);
 }
 
-void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) {
+void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
+                    Time now) {
   TxRec& r = rec(psn);
   if (!(r.flags & kValid) || (r.flags & kSacked)) return;
   r.flags |= kSacked;
@@ -297,12 +298,24 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) 
     if (r.tx_count == 1 && static_cast<LossCause>(r.lost_cause) == LossCause::kLoss)
       note_reordering(reorder_window());  // widen by a quarter
   }
-  r.suspect_slot = EvManager::kNone;  // judged (if at all) by handle_sack from its trigger
+  // A retransmission acknowledged: the original was lost (D7b). The SACK that names it as its
+  // trigger (`judged`) also says which copy arrived, and handle_sack judges it; acknowledged by
+  // another SACK it is confirmed here (D57): a spurious retransmission confirms a loss wrongly,
+  // rarely, and D43's statistics keep such stray losses from blaming a path.
+  if (r.suspect_slot != EvManager::kNone) {
+    if (r.tx_count >= 2 && psn != judged)
+      on_confirmed_loss(r.suspect_slot, static_cast<EvCause>(r.suspect_cause), now);
+    r.suspect_slot = EvManager::kNone;
+  }
   // Only first transmissions say unambiguously when the delivered copy was sent.
   if (r.tx_count == 1) {
     newest_sent = std::max(newest_sent, r.sent);
     if (r.ev_slot != EvManager::kNone) {
-      evm_.on_delivered(r.ev_slot, r.sent);
+      if (evm_.on_delivered(r.ev_slot, r.sent)) {  // D57: a loss the EV survived joins the reference
+        ++blame_losses_;
+        EvManager::LossHistory& h = evm_.loss_history(r.ev_slot);
+        if (h.losses > 0 && h.counted < h.losses) ++h.counted;
+      }
       const std::uint8_t plane = evm_.ev(r.ev_slot).port;
       if (r.sent > plane_delivered_sent_[plane]) {
         plane_delivered_sent_[plane] = r.sent;
@@ -313,9 +326,10 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent) 
   ctr_.bytes_acked += r.len;
 }
 
-void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent) {
+void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
+                        Time now) {
   while (psn_lt(snd_una_, new_una)) {
-    mark_acked(snd_una_, newly, newest_sent);
+    mark_acked(snd_una_, newly, newest_sent, judged, now);
     rec(snd_una_).flags = 0;  // retire the slot
     snd_una_ = psn_add(snd_una_, 1);
   }
@@ -376,22 +390,25 @@ void Qp::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
   // losses in the packets it carried since (about sent/active EVs) would be at the other EVs' rate
   // (Poisson tail), and blames the EV below 1/1000. One loss never blames; a dead EV is blamed at
   // its second loss when nothing else loses, at its third with 1 % loss everywhere.
+  // D57: a loss joins the reference only once the EV has delivered something sent after it
+  // (mark_acked): a dead EV never does, so dead EVs cannot raise the rate the others are judged by.
   const std::uint64_t sent = ctr_.tx_data;
-  ++blame_losses_;
+  EvManager::LossHistory& h = evm_.loss_history(slot);
+  h.streak = true;
   if (sent - blame_mark_ > (1u << 16)) {  // keep the rate recent: halve the window
     blame_mark_ += (sent - blame_mark_) / 2;
     blame_losses_ = (blame_losses_ + 1) / 2;
   }
-  EvManager::LossHistory& h = evm_.loss_history(slot);
   const double active = std::max<std::uint32_t>(evm_.active_usable(), 1);
   const double carried = static_cast<double>(sent - h.since) / active + 1.0;
   if (h.losses == 0 || carried > 4096.0) {
     h.losses = 1;
+    h.counted = 0;
     h.since = sent;
     return;
   }
-  ++h.losses;
-  const double others = blame_losses_ > h.losses ? blame_losses_ - h.losses : 0;
+  if (h.losses < 0xFFFF) ++h.losses;
+  const double others = blame_losses_ > h.counted ? blame_losses_ - h.counted : 0;
   const double rate = others / static_cast<double>(std::max<std::uint64_t>(sent - blame_mark_, 1));
   const double lambda = carried * rate;
   // P(Poisson(lambda) >= k), k = losses after the first.
@@ -403,6 +420,7 @@ void Qp::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
   }
   if (1.0 - below < 1e-3) {
     h.losses = 0;
+    h.counted = 0;
     evm_.on_failure(slot, cause, now);
   }
 }
@@ -498,13 +516,15 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
 
   std::uint32_t newly = 0;
   Time newest_sent = 0;
-  if (psn_lt(snd_una_, new_una)) ack_cumulative(new_una, newly, newest_sent);
+  // snd_nxt_: no PSN this SACK acknowledges.
+  const std::uint32_t judged = trigger_known ? trigger : snd_nxt_;
+  if (psn_lt(snd_una_, new_una)) ack_cumulative(new_una, newly, newest_sent, judged, now);
   const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
   for (std::uint64_t bits = s.sack_bitmap; bits != 0; bits &= bits - 1) {
     const std::uint32_t psn = psn_add(base, std::countr_zero(bits));
     if (psn_lt(psn, snd_una_)) continue;
     if (!psn_lt(psn, snd_nxt_)) break;
-    mark_acked(psn, newly, newest_sent);
+    mark_acked(psn, newly, newest_sent, judged, now);
   }
 
   // The trigger must be a packet this SACK acknowledges (cumulatively or in its bitmap): a SACK
@@ -645,7 +665,7 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
     if (!psn_lt(snd_una_, new_una) || psn_lt(snd_nxt_, new_una)) return;
     std::uint32_t newly = 0;
     Time newest = 0;
-    ack_cumulative(new_una, newly, newest);
+    ack_cumulative(new_una, newly, newest, snd_nxt_, now);
     if (newest > rack_sent_) {
       rack_sent_ = newest;
       rack_rtt_ = now - newest;
