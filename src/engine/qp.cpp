@@ -31,7 +31,7 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   std::vector<Ev>().swap(cfg_.evs);  // the EV manager holds them now (a 128-EV copy is 1 KB per QP)
   update_timing();
   update_pto();
-  rq_.assign(cfg_.rq_depth, 0);  // receive WRs may be posted from INIT on
+  rq_.reserve(cfg_.rq_depth);  // receive WRs may be posted from INIT on
   plane_delivered_sent_.assign(ep.config().num_ports, 0);
   plane_losses_.assign(ep.config().num_ports, 0);
 }
@@ -218,19 +218,18 @@ void Qp::set_peer_ports(std::uint32_t mask, Time now) {
 
 bool Qp::wants_tx() const {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
-  if (ctrl_count_ > 0) return true;
+  if (!ctrl_.empty()) return true;
   if (state_ != QpState::kRts) return false;
-  return rtx_pending_ > 0 || sq_unsent_ > 0 || dup_head_ < dup_queue_.size() || tail_probe_at_ != kNever ||
+  return rtx_pending_ > 0 || sq_unsent_ > 0 || !dup_queue_.empty() || tail_probe_at_ != kNever ||
          evm_.next_probe_time() != kNever;
 }
 
 std::size_t Qp::memory_bytes() const {
-  return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) +
-         sq_.capacity() * sizeof(SendWqe) + ring_.capacity() * sizeof(TxRec) +
-         probes_.capacity() * sizeof(Probe) + (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 +
-         plane_losses_.capacity() * 4 + ctrl_.capacity() * sizeof(CtrlTx) +
-         wimm_.capacity() * sizeof(WimmSlot) + rq_.capacity() * 8 +
-         (dup_queue_.capacity() + dup_sent_.capacity()) * 4;
+  return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) + sq_.memory_bytes() +
+         ring_.capacity() * sizeof(TxRec) + probes_.capacity() * sizeof(Probe) +
+         (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 + plane_losses_.capacity() * 4 +
+         ctrl_.memory_bytes() + wimm_.capacity() * sizeof(WimmSlot) + rq_.memory_bytes() +
+         dup_queue_.memory_bytes() + dup_sent_.capacity() * 4;
 }
 
 Time Qp::next_deadline() const {
@@ -281,23 +280,22 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   // Control (SACK/NACK/NAK) goes first: the responder's feedback never waits behind data. A backlog
   // of it (a peer's probe flood, a window of trim NACKs) must not starve this QP's own requests
   // though: after kCtrlRun control packets in a row the requester gets a turn (D14).
-  if (ctrl_count_ > 0 && ctrl_run_ < kCtrlRun && poll_ctrl(out, ports, now)) {
+  if (!ctrl_.empty() && ctrl_run_ < kCtrlRun && poll_ctrl(out, ports, now)) {
     ++ctrl_run_;
     return true;
   }
   ctrl_run_ = 0;
   if (state_ == QpState::kRts && poll_requester(out, ports, now)) return true;
-  if (ctrl_count_ == 0 || !poll_ctrl(out, ports, now)) return false;
+  if (ctrl_.empty() || !poll_ctrl(out, ports, now)) return false;
   ctrl_run_ = 1;
   return true;
 }
 
 bool Qp::poll_ctrl(TxPacket& out, std::uint32_t ports, Time now) {
-  const CtrlTx c = ctrl_[ctrl_head_];
+  const CtrlTx c = ctrl_.front();
   sack_more_ = false;
   if (!build_ctrl(out, c, ports, now)) return false;
-  ctrl_head_ = (ctrl_head_ + 1) % static_cast<std::uint32_t>(ctrl_.size());
-  --ctrl_count_;
+  ctrl_.pop_front();
   if (sack_more_) {
     // The rest of the arrivals (D3). It answers no packet: no trigger, no echo, no probe (the
     // trigger's PSN may be a probe's, which a later data packet takes, D22).
@@ -352,11 +350,11 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
     return true;
   }
   // 2b. Second copies of failover retransmissions (D56), before new data.
-  if (dup_head_ < dup_queue_.size() && poll_dup(out, ports)) return true;
+  if (!dup_queue_.empty() && poll_dup(out, ports)) return true;
   // 3. New data within the MPR window, the WIMM limit and the congestion window.
   if (sq_unsent_ == 0) return false;
   if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) return false;
-  SendWqe& w = sq_[sq_seg_];
+  SendWqe& w = sq_.slot(sq_seg_);
   if (w.sent_pkts == 0 && w.wr.with_imm &&
       wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
     return false;
@@ -378,7 +376,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
   r.offset = offset;
   r.len = len;
   if (++w.sent_pkts == w.npkts) {
-    sq_seg_ = (sq_seg_ + 1) % static_cast<std::uint32_t>(sq_.size());
+    sq_seg_ = sq_.next_slot(sq_seg_);
     --sq_unsent_;
   }
   return build_data(out, psn, false, slot, now);

@@ -10,6 +10,7 @@
 #include "common/rng.hpp"
 #include "engine/endpoint.hpp"
 #include "engine/ev_manager.hpp"
+#include "engine/ring.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::engine {
@@ -215,8 +216,8 @@ class Qp {
   std::uint32_t peer_ports_ = 0xFFFFFFFFu;
 
   // requester
-  std::vector<SendWqe> sq_;
-  std::uint32_t sq_head_ = 0, sq_seg_ = 0, sq_tail_ = 0, sq_count_ = 0;
+  Ring<SendWqe> sq_;             ///< posted WRs; TxRec::wqe names a WR by its slot
+  std::uint32_t sq_seg_ = 0;     ///< slot of the WR being given PSNs (the tail slot when none)
   std::uint32_t sq_unsent_ = 0;  ///< WRs not yet fully given PSNs
   std::uint16_t next_msn_ = 0;
   std::uint16_t next_rqmsn_ = 0;
@@ -260,12 +261,11 @@ class Qp {
   /// sent after it were declared lost since (plane-failure inference).
   std::vector<Time> plane_delivered_sent_;
   std::vector<std::uint32_t> plane_losses_;
-  /// D56: PSNs whose second copy is still to be sent (FIFO from dup_head_), and the PSNs that got
+  /// D56: PSNs whose second copy is still to be sent (at most kDupQueueMax), and the PSNs that got
   /// one lately (psn + 1, 0 = empty), whose expected duplicate arrival is no spurious retransmission.
   /// Both allocated at the first failover.
-  std::vector<std::uint32_t> dup_queue_;
-  std::uint32_t dup_head_ = 0;
-  static constexpr std::size_t kDupQueueMax = 1024;
+  Ring<std::uint32_t> dup_queue_;
+  static constexpr std::uint32_t kDupQueueMax = 1024;
   static constexpr std::size_t kDupSentSlots = 64;
   std::vector<std::uint32_t> dup_sent_;
   std::uint32_t dup_sent_next_ = 0;
@@ -277,9 +277,8 @@ class Qp {
   std::uint32_t bitmap_mask_ = 0;
   std::uint64_t rcv_bytes_ = 0;
   std::uint32_t unacked_bytes_ = 0;
-  std::vector<CtrlTx> ctrl_;  ///< ring: 16 entries at the first control packet, grown up to kCtrlMax
-  static constexpr std::size_t kCtrlMax = 4096;
-  std::uint32_t ctrl_head_ = 0, ctrl_count_ = 0;
+  Ring<CtrlTx> ctrl_;  ///< 16 entries at the first control packet, grown up to kCtrlMax
+  static constexpr std::uint32_t kCtrlMax = 4096;
   static constexpr std::uint32_t kCtrlRun = 16;  ///< control packets in a row before the requester's turn
   std::uint32_t ctrl_run_ = 0;
   std::vector<WimmSlot>
@@ -288,8 +287,7 @@ class Qp {
   std::uint32_t rx_planes_ = 0;  ///< planes data arrived on since the last SACK
   std::uint8_t ack_plane_ = 0;   ///< plane of the last SACK (rotation)
   std::uint16_t rq_next_deliver_ = 0;
-  std::vector<std::uint64_t> rq_;  ///< posted receive WR ids (ring)
-  std::uint32_t rq_head_ = 0, rq_count_ = 0;
+  Ring<std::uint64_t> rq_;           ///< posted receive WR ids
   std::uint8_t mpr_adv_ = 0;         ///< dynamic MPR we advertise (0 = static mpr_dest)
   bool ack_req_pending_ = false;     ///< an A-bit packet arrived above a hole ...
   std::uint32_t ack_req_psn_ = 0;    ///< ... this one: SACK when the expected PSN passes it

@@ -16,7 +16,7 @@ constexpr std::uint32_t kMaxMessage = 1u << 31;
 int Qp::post_send(const SendWr& wr, Time now) {
   if (state_ != QpState::kRts) return EINVAL;
   if (wr.length > kMaxMessage) return EINVAL;
-  if (sq_.empty()) {
+  if (!sq_.allocated()) {
     // The ring starts at the first message's packets (at least 16) and doubles while packets in
     // flight need it, up to the window's ring_full_ slots: a QP sending 64 KB messages never pays
     // for the 256 or 1024 slots of its window.
@@ -25,18 +25,15 @@ int Qp::post_send(const SendWr& wr, Time now) {
     const std::uint32_t slots = std::min(ring_full_, std::bit_ceil(std::max<std::uint32_t>(pkts, 16)));
     ring_.assign(slots, TxRec{});
     ring_mask_ = slots - 1;
-    sq_.assign(cfg_.sq_depth, SendWqe{});
+    sq_.reserve(cfg_.sq_depth);
   }
-  if (sq_count_ == sq_.size()) return ENOMEM;
-  SendWqe& w = sq_[sq_tail_];
-  w = SendWqe{};
+  if (sq_.full()) return ENOMEM;
+  SendWqe w;
   w.wr = wr;
   w.npkts = wr.length == 0 ? 1 : (wr.length + cfg_.pmtu - 1) / cfg_.pmtu;
   w.msn = next_msn_++;
   w.rqmsn = wr.with_imm ? next_rqmsn_++ : next_rqmsn_;
-  const std::uint32_t idx = sq_tail_;
-  sq_tail_ = (sq_tail_ + 1) % static_cast<std::uint32_t>(sq_.size());
-  ++sq_count_;
+  const std::uint32_t idx = sq_.push_back(w);
   ++sq_unsent_;
   if (wr.length > 0) {
     const MemoryRegion* mr = ep_.memory().find_lkey(wr.lkey);
@@ -45,7 +42,7 @@ int Qp::post_send(const SendWr& wr, Time now) {
       fail_all(WcStatus::kLocalProtectionError, idx, now);
       return 0;
     }
-    w.local = mr->addr + (wr.local_addr - reinterpret_cast<std::uintptr_t>(mr->addr));
+    sq_.slot(idx).local = mr->addr + (wr.local_addr - reinterpret_cast<std::uintptr_t>(mr->addr));
   }
   ep_.mark_tx_ready(this);
   return 0;
@@ -94,7 +91,7 @@ void Qp::list_remove(std::uint32_t idx) {
 }
 
 bool Qp::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
-  const SendWqe& w = sq_[r.wqe];
+  const SendWqe& w = sq_.slot(r.wqe);
   const std::uint32_t index = r.offset / cfg_.pmtu;
   const bool first = index == 0;
   const bool last = index + 1 == w.npkts;
@@ -177,35 +174,34 @@ bool Qp::lossy() const {
 }
 
 void Qp::queue_dup(std::uint32_t psn) {
-  if (dup_head_ == dup_queue_.size()) {
-    dup_queue_.clear();
-    dup_head_ = 0;
+  if (dup_queue_.full()) {
+    if (dup_queue_.capacity() >= kDupQueueMax) return;  // a huge window on a failed plane: one copy each
+    dup_queue_.reserve(std::max<std::uint32_t>(64, dup_queue_.capacity() * 2));
   }
-  if (dup_queue_.size() >= kDupQueueMax) return;  // a huge window on a failed plane: one copy each
   dup_queue_.push_back(psn);
 }
 
 bool Qp::poll_dup(TxPacket& out, std::uint32_t ports) {
-  while (dup_head_ < dup_queue_.size()) {
-    const std::uint32_t psn = dup_queue_[dup_head_];
+  while (!dup_queue_.empty()) {
+    const std::uint32_t psn = dup_queue_.front();
     // Still unacknowledged, and its retransmission in flight (not lost again, which resends it).
     const TxRec& r = rec(psn);
     if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_) || (r.flags & (kSacked | kLost)) ||
         !(r.flags & kInFlight) || r.ev_slot == EvManager::kNone) {
-      ++dup_head_;
+      dup_queue_.pop_front();
       continue;
     }
     // On another plane than the retransmission, so one plane's loss cannot take both; it waits
     // while those planes are busy (`ports` holds the free ones) and is dropped if none is usable.
     const std::uint32_t other = ~(1u << evm_.ev(r.ev_slot).port);
     if ((usable_ports(~0u) & other) == 0) {
-      ++dup_head_;
+      dup_queue_.pop_front();
       continue;
     }
     if ((ports & other) == 0 || !cc_.can_send(r.len + kPktOverhead)) return false;
     const std::uint16_t slot = evm_.pick_proven(ports & other, r.sent);
     if (slot == EvManager::kNone) return false;
-    ++dup_head_;
+    dup_queue_.pop_front();
     if (dup_sent_.empty()) dup_sent_.assign(kDupSentSlots, 0);
     dup_sent_[dup_sent_next_] = psn + 1;
     dup_sent_next_ = (dup_sent_next_ + 1) % kDupSentSlots;
@@ -426,14 +422,14 @@ void Qp::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
 }
 
 std::uint32_t Qp::wqe_of(std::uint32_t psn) {
-  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return sq_head_;
+  if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return sq_.head_slot();
   return rec(psn).wqe;
 }
 
 void Qp::complete_send_wqes(Time now) {
   (void)now;
-  while (sq_count_ > 0) {
-    const SendWqe& w = sq_[sq_head_];
+  while (!sq_.empty()) {
+    const SendWqe& w = sq_.front();
     if (w.sent_pkts != w.npkts) break;
     const std::uint32_t last_psn = psn_add(w.first_psn, w.npkts - 1);
     if (!psn_lt(last_psn, snd_una_)) break;
@@ -446,8 +442,7 @@ void Qp::complete_send_wqes(Time now) {
       c.byte_len = w.wr.length;
       ep_.push_completion(c);
     }
-    sq_head_ = (sq_head_ + 1) % static_cast<std::uint32_t>(sq_.size());
-    --sq_count_;
+    sq_.pop_front();
   }
 }
 
@@ -455,34 +450,32 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
   const bool had_state = state_ != QpState::kError;
   state_ = QpState::kError;
   // Send queue: the failing WR carries the error, everything after it is flushed (always reported).
-  while (sq_count_ > 0) {
-    const SendWqe& w = sq_[sq_head_];
+  while (!sq_.empty()) {
+    const SendWqe& w = sq_.front();
     Completion c;
     c.wr_id = w.wr.wr_id;
     c.qpn = qpn_;
     c.opcode = w.wr.with_imm ? WcOpcode::kRdmaWriteImm : WcOpcode::kRdmaWrite;
-    c.status = sq_head_ == failing_wqe ? first_status : WcStatus::kFlushed;
+    c.status = sq_.head_slot() == failing_wqe ? first_status : WcStatus::kFlushed;
     ep_.push_completion(c);
-    sq_head_ = (sq_head_ + 1) % static_cast<std::uint32_t>(sq_.size());
-    --sq_count_;
+    sq_.pop_front();
   }
-  sq_seg_ = sq_tail_ = sq_head_;
+  sq_seg_ = sq_.tail_slot();
   sq_unsent_ = 0;
   wimm_outstanding_ = 0;
-  while (rq_count_ > 0) {
+  while (!rq_.empty()) {
     Completion c;
-    c.wr_id = rq_[rq_head_];
+    c.wr_id = rq_.front();
     c.qpn = qpn_;
     c.is_recv = true;
     c.opcode = WcOpcode::kRecvRdmaWithImm;
     c.status = WcStatus::kFlushed;
     ep_.push_completion(c);
-    rq_head_ = (rq_head_ + 1) % static_cast<std::uint32_t>(rq_.size());
-    --rq_count_;
+    rq_.pop_front();
   }
   list_head_ = list_tail_ = kNil;
   rtx_pending_ = 0;
-  ctrl_count_ = 0;
+  ctrl_.clear();
   tail_probe_at_ = kNever;
   for (Probe& p : probes_) p.live = false;
   live_probes_ = 0;
