@@ -9,12 +9,6 @@
 
 namespace mrc::engine {
 
-namespace {
-std::uint32_t pow2_at_least(std::uint32_t n) {
-  return std::bit_ceil(std::max<std::uint32_t>(n, 64));
-}
-}  // namespace
-
 Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
     : ep_(ep),
       qpn_(qpn),
@@ -49,10 +43,7 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
       r.peer_max_wimm_dest == 0)
     return EINVAL;
   remote_ = r;
-  rcv_epsn_ = r.rq_psn;
-  const std::uint32_t bits = pow2_at_least(cfg_.mpr_dest * kMprUnit);
-  bitmap_.assign(bits / 64, 0);
-  bitmap_mask_ = bits - 1;
+  rcvd_.init(cfg_.mpr_dest * kMprUnit, r.rq_psn);
   state_ = QpState::kRtr;
   return 0;
 }
@@ -227,7 +218,7 @@ bool Qp::wants_tx() const {
 std::size_t Qp::memory_bytes() const {
   return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) + sq_.memory_bytes() +
          ring_.capacity() * sizeof(TxRec) + probes_.capacity() * sizeof(Probe) +
-         (plane_delivered_sent_.capacity() + bitmap_.capacity()) * 8 + plane_losses_.capacity() * 4 +
+         plane_delivered_sent_.capacity() * 8 + rcvd_.memory_bytes() + plane_losses_.capacity() * 4 +
          ctrl_.memory_bytes() + wimm_.capacity() * sizeof(WimmSlot) + rq_.memory_bytes() +
          dup_queue_.memory_bytes() + dup_sent_.capacity() * 4;
 }

@@ -10,6 +10,7 @@
 #include "common/rng.hpp"
 #include "engine/endpoint.hpp"
 #include "engine/ev_manager.hpp"
+#include "engine/psn_bitmap.hpp"
 #include "engine/ring.hpp"
 #include "wire/packet.hpp"
 
@@ -194,11 +195,6 @@ class Qp {
   void queue_ctrl(const CtrlTx& c);
   void queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id,
                   bool dup = false);
-  bool bitmap_test(std::uint32_t psn) const;
-  void bitmap_set(std::uint32_t psn);
-  void bitmap_clear(std::uint32_t psn);
-  std::uint64_t bitmap_window(std::uint32_t base) const;
-  void advance_epsn(Time now);
   void deliver_wimms();
   bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);
   bool finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc);
@@ -272,9 +268,7 @@ class Qp {
   static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes CC charges per packet beyond payload
 
   // responder
-  std::uint32_t rcv_epsn_ = 0;
-  std::vector<std::uint64_t> bitmap_;
-  std::uint32_t bitmap_mask_ = 0;
+  PsnBitmap rcvd_;  ///< PSNs received: the expected PSN and the window's bitmap
   std::uint64_t rcv_bytes_ = 0;
   std::uint32_t unacked_bytes_ = 0;
   Ring<CtrlTx> ctrl_;  ///< 16 entries at the first control packet, grown up to kCtrlMax

@@ -1,4 +1,4 @@
-// Responder half of a QP: checks, direct placement into registered memory, the PSN bitmap,
+// Responder half of a QP: checks, direct placement into registered memory, the PSN bitmap (PsnBitmap),
 // SACK/NACK generation, and in-order WRITE_IMM completions.
 #include <algorithm>
 #include <cerrno>
@@ -36,47 +36,12 @@ void Qp::on_packet(const wire::Packet& p, const RxMeta& meta, Time now) {
   }
 }
 
-bool Qp::bitmap_test(std::uint32_t psn) const {
-  const std::uint32_t b = psn & bitmap_mask_;
-  return (bitmap_[b >> 6] >> (b & 63)) & 1u;
-}
-void Qp::bitmap_set(std::uint32_t psn) {
-  const std::uint32_t b = psn & bitmap_mask_;
-  bitmap_[b >> 6] |= 1ULL << (b & 63);
-}
-void Qp::bitmap_clear(std::uint32_t psn) {
-  const std::uint32_t b = psn & bitmap_mask_;
-  bitmap_[b >> 6] &= ~(1ULL << (b & 63));
-}
-
-std::uint64_t Qp::bitmap_window(std::uint32_t base) const {
-  // 64 bits starting at `base` (>= the expected PSN). The ring is indexed modulo its size, so
-  // positions at or past the window edge alias older PSNs: they are never reported.
-  const std::int32_t room = static_cast<std::int32_t>(window_dest()) - psn_diff(base, rcv_epsn_);
-  if (room <= 0) return 0;
-  const std::uint32_t b = base & bitmap_mask_;
-  const std::uint32_t word = b >> 6, shift = b & 63;
-  const auto words = static_cast<std::uint32_t>(bitmap_.size());
-  std::uint64_t v = bitmap_[word] >> shift;
-  if (shift != 0) v |= bitmap_[(word + 1) % words] << (64 - shift);
-  if (room < 64) v &= (1ULL << room) - 1;
-  return v;
-}
-
-void Qp::advance_epsn(Time now) {
-  (void)now;
-  while (bitmap_test(rcv_epsn_)) {
-    bitmap_clear(rcv_epsn_);
-    rcv_epsn_ = psn_add(rcv_epsn_, 1);
-  }
-}
-
 void Qp::deliver_wimms() {
   if (wimm_.empty()) return;  // no WRITE_IMM arrived yet
   while (!rq_.empty()) {
     WimmSlot& s = wimm_[wimm_head_];
     // A WRITE_IMM completes once it and every earlier PSN has been placed.
-    if (!s.valid || !psn_lt(s.last_psn, rcv_epsn_)) return;
+    if (!s.valid || !psn_lt(s.last_psn, rcvd_.epsn())) return;
     Completion c;
     c.wr_id = rq_.front();
     c.qpn = qpn_;
@@ -146,7 +111,7 @@ void Qp::rx_probe(const wire::Packet& p, const RxMeta& meta, Time now) {
 
 void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   const std::uint32_t psn = p.bth.psn;
-  const std::int32_t d = psn_diff(psn, rcv_epsn_);
+  const std::int32_t d = psn_diff(psn, rcvd_.epsn());
   const auto window = static_cast<std::int32_t>(window_dest());
   auto nack = [&](wire::NackReason reason) {
     CtrlTx c;
@@ -162,11 +127,11 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   if (meta.trimmed || meta.trimmed_lasthop || p.trimmed) {
     ++ctr_.rx_trimmed;
     // A trimmed header asks for a fast retransmission, unless we already hold the packet.
-    if (d >= 0 && d < window && !bitmap_test(psn))
+    if (d >= 0 && d < window && !rcvd_.test(psn))
       nack(meta.trimmed_lasthop ? wire::NackReason::kTrimmedLastHop : wire::NackReason::kTrimmed);
     return;
   }
-  if (d < 0 || (d < window && bitmap_test(psn))) {
+  if (d < 0 || (d < window && rcvd_.test(psn))) {
     // Duplicate: the requester has not seen our SACK yet; tell it again (no memory access).
     ++ctr_.rx_dup;
     if (d >= -4 * window)
@@ -218,7 +183,7 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   }
   if (len > 0)
     std::memcpy(mr->addr + (p.reth.va - reinterpret_cast<std::uintptr_t>(mr->addr)), p.payload.data(), len);
-  bitmap_set(psn);
+  rcvd_.set(psn);
   ++ctr_.rx_data;
   ctr_.bytes_placed += len;
   rcv_bytes_ += len + kPktOverhead;
@@ -230,18 +195,18 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
     if (psn_lt(psn, unrep_lo_)) unrep_lo_ = psn;
     if (psn_lt(unrep_hi_, psn)) unrep_hi_ = psn;
   }
-  advance_epsn(now);
+  rcvd_.advance();
   if (!wimm_.empty())
     deliver_wimms();  // the check here: a call that returns at once still costs ~19 instructions
   rx_planes_ |= 1u << meta.port;
   // An ack request that arrived ahead of a hole is answered again once the hole fills: the
   // requester is waiting for the cumulative ack, and no other trigger may come (last packet).
   bool fills_requested = false;
-  if (ack_req_pending_ && psn_lt(ack_req_psn_, rcv_epsn_)) {
+  if (ack_req_pending_ && psn_lt(ack_req_psn_, rcvd_.epsn())) {
     ack_req_pending_ = false;
     fills_requested = true;
   }
-  if (p.bth.ack_req && !psn_lt(psn, rcv_epsn_)) {
+  if (p.bth.ack_req && !psn_lt(psn, rcvd_.epsn())) {
     if (!ack_req_pending_ || psn_lt(ack_req_psn_, psn)) ack_req_psn_ = psn;
     ack_req_pending_ = true;
   }
@@ -289,7 +254,7 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
   p.bth.opcode = c.op;
   p.bth.pkey = cfg_.pkey;
   p.bth.dest_qp = remote_.qpn;
-  const std::uint32_t cack = psn_add(rcv_epsn_, -1);
+  const std::uint32_t cack = psn_add(rcvd_.epsn(), -1);
   if (c.op == wire::Opcode::kSack) {
     p.bth.psn = cack;
     wire::Seth& s = p.seth;
@@ -310,11 +275,11 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
     // reported at least once; if they do not fit in 64 bits, queue another SACK for the rest.
     // Start at the expected PSN whenever the new arrivals fit in 64 bits from there: arrivals near
     // a hole are then reported again by every SACK, so one lost SACK costs no information.
-    std::uint32_t base = rcv_epsn_;
-    if (unrep_valid_ && psn_diff(unrep_hi_, rcv_epsn_) >= 64 && psn_lt(rcv_epsn_, unrep_lo_))
+    std::uint32_t base = rcvd_.epsn();
+    if (unrep_valid_ && psn_diff(unrep_hi_, rcvd_.epsn()) >= 64 && psn_lt(rcvd_.epsn(), unrep_lo_))
       base = unrep_lo_;
     s.sack_offset = static_cast<std::int16_t>(psn_diff(base, cack));
-    s.sack_bitmap = bitmap_window(base);
+    s.sack_bitmap = rcvd_.window(base, window_dest());
     if (unrep_valid_ && psn_diff(unrep_hi_, base) >= 64) {
       unrep_lo_ = psn_add(base, 64);
       sack_more_ = true;  // poll_tx queues another SACK for the rest
