@@ -187,12 +187,13 @@ void Qp::resend_in_flight_on(std::uint8_t port, Time now) {
   // Packets in flight on a plane that failed are gone: resend them elsewhere right away instead
   // of waiting a reorder window for each.
   if (state_ != QpState::kRts) return;
-  std::uint32_t idx = list_head_;
-  while (idx != kNil) {
-    const std::uint32_t next = ring_[idx].next;
-    if (ring_[idx].ev_slot != EvManager::kNone && evm_.ev(ring_[idx].ev_slot).port == port)
-      mark_lost(psn_of(idx), LossCause::kPort, now);
-    idx = next;
+  std::uint32_t psn = sent_.oldest();
+  while (psn != SentPackets::kNone) {
+    const TxRec& r = rec(psn);
+    const std::uint32_t next = r.next;
+    if (r.ev_slot != EvManager::kNone && evm_.ev(r.ev_slot).port == port)
+      mark_lost(psn, LossCause::kPort, now);
+    psn = next;
   }
 }
 
@@ -217,18 +218,18 @@ bool Qp::wants_tx() const {
 
 std::size_t Qp::memory_bytes() const {
   return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) + sq_.memory_bytes() +
-         ring_.capacity() * sizeof(TxRec) + probes_.capacity() * sizeof(Probe) +
-         plane_delivered_sent_.capacity() * 8 + rcvd_.memory_bytes() + plane_losses_.capacity() * 4 +
-         ctrl_.memory_bytes() + wimm_.capacity() * sizeof(WimmSlot) + rq_.memory_bytes() +
-         dup_queue_.memory_bytes() + dup_sent_.capacity() * 4;
+         sent_.memory_bytes() + probes_.capacity() * sizeof(Probe) + plane_delivered_sent_.capacity() * 8 +
+         rcvd_.memory_bytes() + plane_losses_.capacity() * 4 + ctrl_.memory_bytes() +
+         wimm_.capacity() * sizeof(WimmSlot) + rq_.memory_bytes() + dup_queue_.memory_bytes() +
+         dup_sent_.capacity() * 4;
 }
 
 Time Qp::next_deadline() const {
   if (state_ != QpState::kRts) return kNever;
   Time t = kNever;
-  if (list_head_ != kNil) {
+  if (!sent_.none_in_flight()) {
     const Duration r = rto();
-    if (r != kNever) t = std::min(t, ring_[list_head_].sent + r);
+    if (r != kNever) t = std::min(t, sent_.rec(sent_.oldest()).sent + r);
     if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
     t = std::min(t, rack_timer_);
   }
@@ -255,9 +256,9 @@ void Qp::on_timer(Time now) {
     if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot, now);
   }
   if (rack_timer_ <= now) detect_losses(now);
-  if (list_head_ != kNil) {
+  if (!sent_.none_in_flight()) {
     const Duration r = rto();
-    if (r != kNever && ring_[list_head_].sent + r <= now) on_rto(now);
+    if (r != kNever && rec(sent_.oldest()).sent + r <= now) on_rto(now);
   }
   if (fatal_fail_at_ <= now) check_fatal_nak(now);
   if (state_ != QpState::kRts) return;
@@ -312,7 +313,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
     if (send_probe(out, due, false, now)) return true;
   }
   if (tail_probe_at_ <= now) {
-    if (list_head_ == kNil) {
+    if (sent_.none_in_flight()) {
       tail_probe_at_ = kNever;
     } else {
       // Tail-loss probe (D43): no SACK for the newest packet within a PTO. Resend it (RFC 8985's
@@ -320,7 +321,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
       // lets RACK judge every packet sent before.
       if (tlp_backoff_ < 4) ++tlp_backoff_;
       update_pto();
-      mark_lost(psn_of(list_tail_), LossCause::kTail, now);
+      mark_lost(sent_.newest(), LossCause::kTail, now);
       tail_probe_at_ = now + pto_;
     }
   }
@@ -354,7 +355,8 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
   if (!cc_.can_send(len + kPktOverhead)) return false;
   const std::uint16_t slot = evm_.pick(ports);
   if (slot == EvManager::kNone) return false;
-  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= ring_.size()) grow_ring();
+  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= sent_.slots())
+    sent_.grow(snd_una_, snd_nxt_);
   psn = snd_nxt_;
   snd_nxt_ = psn_add(snd_nxt_, 1);
   if (w.sent_pkts == 0) {

@@ -12,6 +12,7 @@
 #include "engine/ev_manager.hpp"
 #include "engine/psn_bitmap.hpp"
 #include "engine/ring.hpp"
+#include "engine/sent_packets.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::engine {
@@ -77,23 +78,7 @@ class Qp {
     std::uint16_t msn = 0;
     std::uint16_t rqmsn = 0;
   };
-  static constexpr std::uint32_t kNil = 0xFFFFFFFFu;
-  enum TxFlags : std::uint8_t { kSacked = 1, kInFlight = 2, kLost = 4, kValid = 8 };
-  struct TxRec {
-    Time sent = 0;
-    std::uint32_t wqe = 0;     ///< index into sq_
-    std::uint32_t offset = 0;  ///< byte offset in the message
-    std::uint32_t len = 0;
-    std::uint32_t prev = kNil, next = kNil;  ///< send-order list of packets in flight (ring indices)
-    std::uint16_t ev_slot = EvManager::kNone;
-    std::uint8_t tx_count = 0;
-    std::uint8_t flags = 0;
-    std::uint8_t lost_cause = 0;  ///< LossCause of the pending retransmission
-    /// EV of a transmission declared lost without a NACK. It is blamed (ASSUMED_BAD) only once the
-    /// retransmission's SACK shows the original never arrived: a lost SACK must not kill a path.
-    std::uint16_t suspect_slot = EvManager::kNone;
-    std::uint8_t suspect_cause = 0;  ///< EvCause
-  };
+  static constexpr std::uint32_t kNil = 0xFFFFFFFFu;  ///< no WR (fail_all)
   /// kTail: retransmitted as a tail-loss probe (D43; counted with rtx_loss).
   enum class LossCause : std::uint8_t { kNack, kLoss, kTimeout, kPort, kTail };
   struct Probe {  ///< an outstanding reliability probe
@@ -104,11 +89,7 @@ class Qp {
     bool live = false;
   };
 
-  std::uint32_t ring_idx(std::uint32_t psn) const { return psn & ring_mask_; }
-  TxRec& rec(std::uint32_t psn) { return ring_[ring_idx(psn)]; }
-  void grow_ring();  ///< doubles ring_ (packets in flight fill it; never past ring_full_)
-  void list_push(std::uint32_t idx);
-  void list_remove(std::uint32_t idx);
+  TxRec& rec(std::uint32_t psn) { return sent_.rec(psn); }
   void mark_lost(std::uint32_t psn, LossCause cause, Time now);
   /// Acknowledges `psn`. `judged`: the PSN whose retransmission handle_sack judges itself (the
   /// SACK's trigger), snd_nxt_ for none.
@@ -156,9 +137,6 @@ class Qp {
   void on_rtt_sample(Duration rtt);
   void ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
                       Time now);
-  std::uint32_t psn_of(std::uint32_t idx) const {
-    return psn_add(snd_una_, (idx - (snd_una_ & ring_mask_)) & ring_mask_);
-  }
   std::uint32_t wqe_of(std::uint32_t psn);
   std::uint32_t usable_ports(std::uint32_t free_ports) const;
   void emit_ev_event(const EvManager::Transition& t, Time now);
@@ -218,11 +196,8 @@ class Qp {
   std::uint16_t next_msn_ = 0;
   std::uint16_t next_rqmsn_ = 0;
   std::uint32_t wimm_outstanding_ = 0;
-  std::vector<TxRec> ring_;
-  std::uint32_t ring_mask_ = 0;
-  std::uint32_t ring_full_ = 0;  ///< ring slots the window can need (grow_ring's limit)
+  SentPackets sent_;  ///< a record per PSN in [snd_una_, snd_nxt_), and the in-flight list
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
-  std::uint32_t list_head_ = kNil, list_tail_ = kNil;
   std::uint32_t rtx_pending_ = 0;
   std::uint32_t rtx_scan_ = 0;    ///< no lost packet below this PSN
   Time rack_sent_ = 0;            ///< send time of the most recently sent packet known delivered

@@ -18,13 +18,11 @@ int Qp::post_send(const SendWr& wr, Time now) {
   if (wr.length > kMaxMessage) return EINVAL;
   if (!sq_.allocated()) {
     // The ring starts at the first message's packets (at least 16) and doubles while packets in
-    // flight need it, up to the window's ring_full_ slots: a QP sending 64 KB messages never pays
+    // flight need it, up to the window's slots (SentPackets): a QP sending 64 KB messages never pays
     // for the 256 or 1024 slots of its window.
-    ring_full_ = std::bit_ceil(std::max<std::uint32_t>(cfg_.mpr * kMprUnit, 64));
+    const std::uint32_t full = std::bit_ceil(std::max<std::uint32_t>(cfg_.mpr * kMprUnit, 64));
     const std::uint32_t pkts = wr.length == 0 ? 1 : (wr.length + cfg_.pmtu - 1) / cfg_.pmtu;
-    const std::uint32_t slots = std::min(ring_full_, std::bit_ceil(std::max<std::uint32_t>(pkts, 16)));
-    ring_.assign(slots, TxRec{});
-    ring_mask_ = slots - 1;
+    sent_.init(std::min(full, std::bit_ceil(std::max<std::uint32_t>(pkts, 16))), full);
     sq_.reserve(cfg_.sq_depth);
   }
   if (sq_.full()) return ENOMEM;
@@ -46,48 +44,6 @@ int Qp::post_send(const SendWr& wr, Time now) {
   }
   ep_.mark_tx_ready(this);
   return 0;
-}
-
-void Qp::grow_ring() {
-  const auto slots = static_cast<std::uint32_t>(ring_.size() * 2);
-  const std::uint32_t mask = slots - 1;
-  // Records live at psn & mask; the send-order list links are ring indices, so they move too.
-  auto moved = [&](std::uint32_t idx) { return idx == kNil ? kNil : psn_of(idx) & mask; };
-  std::vector<TxRec> g(slots);
-  for (std::uint32_t psn = snd_una_; psn != snd_nxt_; psn = psn_add(psn, 1)) {
-    TxRec r = ring_[ring_idx(psn)];
-    r.prev = moved(r.prev);
-    r.next = moved(r.next);
-    g[psn & mask] = r;
-  }
-  list_head_ = moved(list_head_);
-  list_tail_ = moved(list_tail_);
-  ring_.swap(g);
-  ring_mask_ = mask;
-}
-
-void Qp::list_push(std::uint32_t idx) {
-  TxRec& r = ring_[idx];
-  r.prev = list_tail_;
-  r.next = kNil;
-  if (list_tail_ != kNil)
-    ring_[list_tail_].next = idx;
-  else
-    list_head_ = idx;
-  list_tail_ = idx;
-}
-
-void Qp::list_remove(std::uint32_t idx) {
-  TxRec& r = ring_[idx];
-  if (r.prev != kNil)
-    ring_[r.prev].next = r.next;
-  else
-    list_head_ = r.next;
-  if (r.next != kNil)
-    ring_[r.next].prev = r.prev;
-  else
-    list_tail_ = r.prev;
-  r.prev = r.next = kNil;
 }
 
 bool Qp::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
@@ -156,8 +112,8 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   r.sent = now;
   r.ev_slot = slot;
   if (r.tx_count < 255) ++r.tx_count;
-  if (list_head_ == kNil) last_progress_ = now;
-  list_push(ring_idx(psn));
+  if (sent_.none_in_flight()) last_progress_ = now;
+  sent_.push(psn);
   // Tail-loss probe (D43): due one PTO after the newest transmission, doubled per probe since the
   // last progress. Anything sent before a delivered packet is RACK's job, so only the newest matters.
   tail_probe_at_ = now + pto_;
@@ -242,7 +198,7 @@ bool Qp::next_rtx(std::uint32_t& psn) {
 void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
   TxRec& r = rec(psn);
   if (!(r.flags & kInFlight) || (r.flags & kSacked)) return;
-  list_remove(ring_idx(psn));
+  sent_.remove(psn);
   r.flags = static_cast<std::uint8_t>((r.flags & ~kInFlight) | kLost);
   r.lost_cause = static_cast<std::uint8_t>(cause);
   ++rtx_pending_;
@@ -283,7 +239,7 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   if (!(r.flags & kValid) || (r.flags & kSacked)) return;
   r.flags |= kSacked;
   if (r.flags & kInFlight) {
-    list_remove(ring_idx(psn));
+    sent_.remove(psn);
     r.flags &= static_cast<std::uint8_t>(~kInFlight);
     newly += r.len + kPktOverhead;
   }
@@ -358,14 +314,14 @@ void Qp::detect_losses(Time now) {
   // reorder timer waits for it. The list is in send order, so its head decides.
   rack_timer_ = kNever;
   const Duration wait = rack_rtt_ + reorder_window();
-  while (list_head_ != kNil) {
-    const TxRec& r = ring_[list_head_];
+  while (!sent_.none_in_flight()) {
+    const TxRec& r = rec(sent_.oldest());
     if (r.sent >= rack_sent_) break;  // nothing sent after it is known delivered: the tail probe's job
     if (r.sent + wait > now) {
       rack_timer_ = r.sent + wait;
       break;
     }
-    mark_lost(psn_of(list_head_), LossCause::kLoss, now);
+    mark_lost(sent_.oldest(), LossCause::kLoss, now);
   }
 }
 
@@ -473,7 +429,7 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
     ep_.push_completion(c);
     rq_.pop_front();
   }
-  list_head_ = list_tail_ = kNil;
+  sent_.clear_in_flight();
   rtx_pending_ = 0;
   ctrl_.clear();
   tail_probe_at_ = kNever;
@@ -495,7 +451,8 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
   const wire::Seth& s = p.seth;
   const std::uint32_t new_una = psn_add(s.cack_psn, 1);
   // A SACK may not acknowledge PSNs we never sent.
-  if (psn_lt(snd_nxt_, new_una) || psn_diff(new_una, snd_una_) < -static_cast<std::int32_t>(ring_full_)) {
+  if (psn_lt(snd_nxt_, new_una) ||
+      psn_diff(new_una, snd_una_) < -static_cast<std::int32_t>(sent_.max_slots())) {
     ++ctr_.rx_refused;
     return;
   }
@@ -609,7 +566,7 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
   cc_.on_ack(sample, now);
   detect_losses(now);
   complete_send_wqes(now);
-  if (list_head_ == kNil) tail_probe_at_ = kNever;
+  if (sent_.none_in_flight()) tail_probe_at_ = kNever;
   ep_.mark_tx_ready(this);
 }
 
@@ -745,8 +702,8 @@ void Qp::on_rto(Time now) {
     fail_all(WcStatus::kRetryExceeded, wqe_of(snd_una_), now);
     return;
   }
-  while (list_head_ != kNil && ring_[list_head_].sent + r <= now)
-    mark_lost(psn_of(list_head_), LossCause::kTimeout, now);
+  while (!sent_.none_in_flight() && rec(sent_.oldest()).sent + r <= now)
+    mark_lost(sent_.oldest(), LossCause::kTimeout, now);
 }
 
 bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now) {

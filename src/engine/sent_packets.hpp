@@ -1,0 +1,105 @@
+// SentPackets: the requester's record of every PSN it has sent and not yet retired, [una, nxt)
+// (the sent-packet tracker, as ngtcp2's rtb is QUIC's). One TxRec per PSN in a ring indexed by
+// PSN modulo its size, which starts at what the first message needs and doubles while packets in
+// flight need it (up to the window); and the list of the packets in flight in send order, oldest
+// first, linked by PSN, which RACK's loss detection, the RTO and the tail-loss probe walk from
+// its ends. A record stays in the ring after it leaves the list (acknowledged or declared lost)
+// until the cumulative acknowledgement retires its PSN.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/psn.hpp"
+#include "common/time.hpp"
+#include "engine/ev_manager.hpp"
+
+namespace mrc::engine {
+
+/// TxRec::flags
+enum TxFlags : std::uint8_t { kSacked = 1, kInFlight = 2, kLost = 4, kValid = 8 };
+
+struct TxRec {
+  static constexpr std::uint32_t kNone = 0xFFFFFFFFu;  ///< no PSN (list ends)
+  Time sent = 0;
+  std::uint32_t wqe = 0;     ///< slot of its WR in the send queue
+  std::uint32_t offset = 0;  ///< byte offset in the message
+  std::uint32_t len = 0;
+  std::uint32_t prev = kNone, next = kNone;  ///< neighbours in the in-flight list (PSNs)
+  std::uint16_t ev_slot = EvManager::kNone;
+  std::uint8_t tx_count = 0;
+  std::uint8_t flags = 0;       ///< TxFlags
+  std::uint8_t lost_cause = 0;  ///< Qp::LossCause of the pending retransmission
+  /// EV of a transmission declared lost without a NACK. It is blamed (ASSUMED_BAD) only once the
+  /// retransmission's SACK shows the original never arrived: a lost SACK must not kill a path.
+  std::uint16_t suspect_slot = EvManager::kNone;
+  std::uint8_t suspect_cause = 0;  ///< EvCause
+};
+
+class SentPackets {
+ public:
+  static constexpr std::uint32_t kNone = TxRec::kNone;
+
+  /// Allocates `slots` records (a power of two); the ring may grow to `max_slots` (one too).
+  void init(std::uint32_t slots, std::uint32_t max_slots) {
+    ring_.assign(slots, TxRec{});
+    mask_ = slots - 1;
+    max_ = max_slots;
+  }
+  bool allocated() const { return !ring_.empty(); }
+  std::uint32_t slots() const { return static_cast<std::uint32_t>(ring_.size()); }
+  /// The most slots the window can need: no PSN this far below nxt can still be tracked.
+  std::uint32_t max_slots() const { return max_; }
+  /// The record of `psn` (in [una, nxt)).
+  TxRec& rec(std::uint32_t psn) { return ring_[psn & mask_]; }
+  const TxRec& rec(std::uint32_t psn) const { return ring_[psn & mask_]; }
+  /// Doubles the ring (up to max_slots), keeping the records of [una, nxt).
+  void grow(std::uint32_t una, std::uint32_t nxt) {
+    const auto slots = static_cast<std::uint32_t>(ring_.size() * 2);
+    std::vector<TxRec> g(slots);
+    for (std::uint32_t psn = una; psn != nxt; psn = psn_add(psn, 1)) g[psn & (slots - 1)] = rec(psn);
+    ring_.swap(g);
+    mask_ = slots - 1;
+  }
+
+  // The in-flight list, in send order.
+  bool none_in_flight() const { return head_ == kNone; }
+  std::uint32_t oldest() const { return head_; }  ///< PSN, kNone if none
+  std::uint32_t newest() const { return tail_; }  ///< PSN, kNone if none
+  /// Appends `psn` as the newest packet in flight.
+  void push(std::uint32_t psn) {
+    TxRec& r = rec(psn);
+    r.prev = tail_;
+    r.next = kNone;
+    if (tail_ != kNone)
+      rec(tail_).next = psn;
+    else
+      head_ = psn;
+    tail_ = psn;
+  }
+  /// Takes `psn` (in the list) out of it.
+  void remove(std::uint32_t psn) {
+    TxRec& r = rec(psn);
+    if (r.prev != kNone)
+      rec(r.prev).next = r.next;
+    else
+      head_ = r.next;
+    if (r.next != kNone)
+      rec(r.next).prev = r.prev;
+    else
+      tail_ = r.prev;
+    r.prev = r.next = kNone;
+  }
+  /// Forgets the whole list (the QP failed); the records stay.
+  void clear_in_flight() { head_ = tail_ = kNone; }
+
+  std::size_t memory_bytes() const { return ring_.capacity() * sizeof(TxRec); }
+
+ private:
+  std::vector<TxRec> ring_;
+  std::uint32_t mask_ = 0;
+  std::uint32_t max_ = 0;
+  std::uint32_t head_ = kNone, tail_ = kNone;
+};
+
+}  // namespace mrc::engine
