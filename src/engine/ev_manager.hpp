@@ -59,8 +59,8 @@ class EvManager {
     Slot& s = slots_[slot];
     if (sent <= s.delivered_sent) return false;
     s.delivered_sent = sent;
-    const bool ended = s.loss.streak;
-    s.loss.streak = false;
+    const bool ended = s.loss.streak != 0;
+    s.loss.streak = 0;
     return ended;
   }
   /// A GOOD (else any usable) EV on `port`, for ACK traffic on the plane data arrived on.
@@ -75,14 +75,14 @@ class EvManager {
   bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
   /// Active EVs on usable ports.
   std::uint32_t active_usable() const;
-  /// Per-EV loss history for blaming (D43): confirmed losses in its current window, how many of
-  /// them count in the QP's reference rate (D57: only once the EV delivered again), whether nothing
-  /// sent on the EV has been delivered since its last confirmed loss, and the QP's
-  /// first-transmission count when the window started (at its first loss).
+  /// Per-EV loss history for blaming (PathBlame, D43, D57): confirmed losses in its current window,
+  /// how many of them count in the QP's reference rate (only once the EV delivered again), its
+  /// streak (confirmed losses since it last delivered anything), and the QP's first-transmission
+  /// count when the window started (at its first loss).
   struct LossHistory {
     std::uint16_t losses = 0;
     std::uint16_t counted = 0;
-    bool streak = false;
+    std::uint16_t streak = 0;
     std::uint64_t since = 0;
   };
   LossHistory& loss_history(std::uint16_t slot) { return slots_[slot].loss; }

@@ -336,7 +336,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
     if (slot == EvManager::kNone) return false;
     // D56: the previous copy went on a plane now known failed: a second copy follows.
     const bool dup = ep_.config().tun.failover_dup && r.ev_slot != EvManager::kNone &&
-                     plane_failed(evm_.ev(r.ev_slot).port) && lossy();
+                     plane_failed(evm_.ev(r.ev_slot).port) && blame_.lossy(ctr_.tx_data);
     if (!build_data(out, psn, true, slot, now)) return false;
     if (dup) queue_dup(psn);
     return true;

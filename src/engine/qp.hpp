@@ -10,6 +10,7 @@
 #include "common/rng.hpp"
 #include "engine/endpoint.hpp"
 #include "engine/ev_manager.hpp"
+#include "engine/path_blame.hpp"
 #include "engine/psn_bitmap.hpp"
 #include "engine/ring.hpp"
 #include "engine/sent_packets.hpp"
@@ -107,9 +108,6 @@ class Qp {
   /// D56: whether `plane` is known failed for this QP (its port or the peer's is down, or no GOOD
   /// active EV is left on it).
   bool plane_failed(std::uint8_t plane) const;
-  /// D56: this QP's confirmed-loss rate (D43's, over its recent first transmissions) is at least
-  /// 1e-4, so a resend may well be lost too.
-  bool lossy() const;
   void queue_dup(std::uint32_t psn);
   bool poll_dup(TxPacket& out, std::uint32_t ports);
   /// A duplicate arrival of this PSN is the expected one of a second copy (and forgets it).
@@ -130,8 +128,8 @@ class Qp {
   /// A packet was delivered `excess` after RACK's expectation (sent + rack_rtt_): reordering the
   /// reorder window must cover (D43).
   void note_reordering(Duration excess);
-  /// A loss on `slot` confirmed by its retransmission's SACK (D43): blame the EV only when it loses
-  /// clearly more than the QP's other EVs.
+  /// A loss on `slot` confirmed by a SACK of its retransmission (D43, D57): the EV goes ASSUMED_BAD
+  /// when PathBlame says it loses clearly more than the QP's other EVs.
   void on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now);
   void update_timing();
   void on_rtt_sample(Duration rtt);
@@ -207,10 +205,7 @@ class Qp {
   std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
   Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
   void update_pto() { pto_ = tail_probe_delay() << tlp_backoff_; }
-  /// Loss-rate window for blaming (D43): first transmissions counted from this tx_data value, and
-  /// confirmed losses among them.
-  std::uint64_t blame_mark_ = 0;
-  std::uint32_t blame_losses_ = 0;
+  PathBlame blame_;  ///< when a confirmed loss blames its EV (D43, D57)
   Time last_progress_ = 0;
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;

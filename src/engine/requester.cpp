@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <cmath>
 
 #include "engine/qp.hpp"
 
@@ -122,11 +121,6 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
 
 bool Qp::plane_failed(std::uint8_t plane) const {
   return ((ep_.port_mask() & peer_ports_) >> plane & 1u) == 0 || evm_.active_good(plane) == 0;
-}
-
-bool Qp::lossy() const {
-  constexpr std::uint64_t kPacketsPerLoss = 10'000;
-  return blame_losses_ >= 2 && std::uint64_t{blame_losses_} * kPacketsPerLoss >= ctr_.tx_data - blame_mark_;
 }
 
 void Qp::queue_dup(std::uint32_t psn) {
@@ -263,11 +257,7 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   if (r.tx_count == 1) {
     newest_sent = std::max(newest_sent, r.sent);
     if (r.ev_slot != EvManager::kNone) {
-      if (evm_.on_delivered(r.ev_slot, r.sent)) {  // D57: a loss the EV survived joins the reference
-        ++blame_losses_;
-        EvManager::LossHistory& h = evm_.loss_history(r.ev_slot);
-        if (h.losses > 0 && h.counted < h.losses) ++h.counted;
-      }
+      if (evm_.on_delivered(r.ev_slot, r.sent)) blame_.on_survived(evm_.loss_history(r.ev_slot));  // D57
       const std::uint8_t plane = evm_.ev(r.ev_slot).port;
       if (r.sent > plane_delivered_sent_[plane]) {
         plane_delivered_sent_[plane] = r.sent;
@@ -336,45 +326,8 @@ void Qp::note_reordering(Duration excess) {
 }
 
 void Qp::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
-  // D43: random loss hits every EV alike and must not retire any; a dead or gray path loses more
-  // than the others. The QP's confirmed-loss rate over its recent first transmissions is the
-  // reference. An EV's window starts at its first loss; each further loss asks how likely that many
-  // losses in the packets it carried since (about sent/active EVs) would be at the other EVs' rate
-  // (Poisson tail), and blames the EV below 1/1000. One loss never blames; a dead EV is blamed at
-  // its second loss when nothing else loses, at its third with 1 % loss everywhere.
-  // D57: a loss joins the reference only once the EV has delivered something sent after it
-  // (mark_acked): a dead EV never does, so dead EVs cannot raise the rate the others are judged by.
-  const std::uint64_t sent = ctr_.tx_data;
-  EvManager::LossHistory& h = evm_.loss_history(slot);
-  h.streak = true;
-  if (sent - blame_mark_ > (1u << 16)) {  // keep the rate recent: halve the window
-    blame_mark_ += (sent - blame_mark_) / 2;
-    blame_losses_ = (blame_losses_ + 1) / 2;
-  }
-  const double active = std::max<std::uint32_t>(evm_.active_usable(), 1);
-  const double carried = static_cast<double>(sent - h.since) / active + 1.0;
-  if (h.losses == 0 || carried > 4096.0) {
-    h.losses = 1;
-    h.counted = 0;
-    h.since = sent;
-    return;
-  }
-  if (h.losses < 0xFFFF) ++h.losses;
-  const double others = blame_losses_ > h.counted ? blame_losses_ - h.counted : 0;
-  const double rate = others / static_cast<double>(std::max<std::uint64_t>(sent - blame_mark_, 1));
-  const double lambda = carried * rate;
-  // P(Poisson(lambda) >= k), k = losses after the first.
-  const std::uint32_t k = h.losses - 1;
-  double term = std::exp(-lambda), below = 0;
-  for (std::uint32_t i = 0; i < k; ++i) {
-    below += term;
-    term *= lambda / (i + 1);
-  }
-  if (1.0 - below < 1e-3) {
-    h.losses = 0;
-    h.counted = 0;
+  if (blame_.on_confirmed_loss(evm_.loss_history(slot), ctr_.tx_data, evm_.active_usable()))
     evm_.on_failure(slot, cause, now);
-  }
 }
 
 std::uint32_t Qp::wqe_of(std::uint32_t psn) {

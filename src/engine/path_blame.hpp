@@ -1,0 +1,52 @@
+// PathBlame: when a confirmed loss blames the EV it happened on (docs/decisions.md D43, D57).
+//
+// Random loss hits every EV alike and must retire none; a dead or gray path loses more than the
+// others. The reference is the QP's confirmed-loss rate over its recent first transmissions (a
+// window of at most 2^16, halved as it fills). A loss joins the reference only once its EV delivers
+// something sent after it (D57): a dead EV never does, so dead EVs cannot raise the rate the others
+// are judged by. An EV is blamed on either of two tests (D58), each asking how rare its losses
+// would be at the reference rate:
+//   * streak (a dead path): its last s confirmed losses came with nothing delivered between them,
+//     probability rate^(s-1), below 1/1000: the 2nd loss on a clean network, the 3rd at 1 % loss;
+//   * count (a gray path): its losses since its window opened (at a loss; closed after 4096 packets
+//     carried) in the packets it carried, about the QP's first transmissions over its active EVs:
+//     Poisson tail below 1e-5, about 1/1000 over a QP's 128 EVs, since every EV is tested at each
+//     of its losses.
+// One loss never blames. The per-EV state is EvManager::LossHistory, kept in the EV's slot.
+#pragma once
+#include <cstdint>
+
+#include "engine/ev_manager.hpp"
+
+namespace mrc::engine {
+
+class PathBlame {
+ public:
+  static constexpr double kStreakP = 1e-3;
+  static constexpr double kCountP = 1e-5;
+
+  /// A loss on an EV with history `h` was confirmed when the QP had sent `sent` first
+  /// transmissions over `active` usable EVs. True when the EV is to be blamed (its window closes).
+  bool on_confirmed_loss(EvManager::LossHistory& h, std::uint64_t sent, std::uint32_t active);
+  /// The EV delivered again after confirmed losses (EvManager::on_delivered returned true): its last
+  /// loss joins the reference.
+  void on_survived(EvManager::LossHistory& h) {
+    ++losses_;
+    if (h.losses > 0 && h.counted < h.losses) ++h.counted;
+  }
+  /// D56: the QP sees random loss, at least 1e-4 of its recent first transmissions (two losses or
+  /// more), so a resend may well be lost too.
+  bool lossy(std::uint64_t sent) const {
+    constexpr std::uint64_t kPacketsPerLoss = 10'000;
+    return losses_ >= 2 && std::uint64_t{losses_} * kPacketsPerLoss >= sent - mark_;
+  }
+  /// The reference: losses counted, and the first-transmission count its window starts at.
+  std::uint32_t reference_losses() const { return losses_; }
+  std::uint64_t reference_mark() const { return mark_; }
+
+ private:
+  std::uint64_t mark_ = 0;
+  std::uint32_t losses_ = 0;
+};
+
+}  // namespace mrc::engine
