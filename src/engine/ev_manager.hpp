@@ -53,13 +53,13 @@ class EvManager {
   /// delivered a packet sent after `since` (its path worked after the loss), among a few random
   /// candidates; else the candidate that delivered most recently. Bursts do not apply.
   std::uint16_t pick_proven(std::uint32_t ports, Time since);
-  /// A first transmission sent at `sent` on `slot` was acknowledged. True when it ends a streak
-  /// (LossHistory::streak): the EV's last confirmed loss now counts as one it survived (D57).
-  bool on_delivered(std::uint16_t slot, Time sent) {
+  /// A first transmission sent at `sent` on `slot` was acknowledged. Returns the streak it ends
+  /// (LossHistory::streak; 0: none): the EV survived its last confirmed loss (D57).
+  std::uint16_t on_delivered(std::uint16_t slot, Time sent) {
     Slot& s = slots_[slot];
-    if (sent <= s.delivered_sent) return false;
+    if (sent <= s.delivered_sent) return 0;
     s.delivered_sent = sent;
-    const bool ended = s.loss.streak != 0;
+    const std::uint16_t ended = s.loss.streak;
     s.loss.streak = 0;
     return ended;
   }
@@ -75,15 +75,18 @@ class EvManager {
   bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
   /// Active EVs on usable ports.
   std::uint32_t active_usable() const;
-  /// Per-EV loss history for blaming (PathBlame, D43, D57): confirmed losses in its current window,
-  /// how many of them count in the QP's reference rate (only once the EV delivered again), its
-  /// streak (confirmed losses since it last delivered anything), and the QP's first-transmission
-  /// count when the window started (at its first loss).
+  /// Per-EV loss history for blaming (PathBlame, D43, D57, D58): confirmed losses in its current
+  /// window, how many of them count in the QP's reference rate (only once the EV delivered again),
+  /// its streak (confirmed losses since it last delivered anything); at its last counted loss the
+  /// QP's count of confirmed losses (low 16 bits) and of first transmissions (low 32 bits), and the
+  /// latter when the window started (only differences of these are used).
   struct LossHistory {
     std::uint16_t losses = 0;
     std::uint16_t counted = 0;
     std::uint16_t streak = 0;
-    std::uint64_t since = 0;
+    std::uint16_t confirmed_at = 0;
+    std::uint32_t since = 0;
+    std::uint32_t sent_at = 0;
   };
   LossHistory& loss_history(std::uint16_t slot) { return slots_[slot].loss; }
 

@@ -12,8 +12,14 @@
 //     carried) in the packets it carried, about the QP's first transmissions over its active EVs:
 //     Poisson tail below 1e-5, about 1/1000 over a QP's 128 EVs, since every EV is tested at each
 //     of its losses.
-// One loss never blames. The per-EV state is EvManager::LossHistory, kept in the EV's slot.
+// The count test's reference also holds the losses still pending (EVs that have not delivered
+// since), so that a burst of losses everywhere makes no EV look worse than the others; the streak
+// test's does not, so dead EVs cannot hide behind each other. A burst on every plane at once (an
+// overloaded receiver: since the EV's previous loss the QP lost more than half of what it sent)
+// is one event for an EV, however many of its packets it took. One loss never blames. The per-EV
+// state is EvManager::LossHistory, kept in the EV's slot.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/ev_manager.hpp"
@@ -30,8 +36,10 @@ class PathBlame {
   bool on_confirmed_loss(EvManager::LossHistory& h, std::uint64_t sent, std::uint32_t active);
   /// The EV delivered again after confirmed losses (EvManager::on_delivered returned true): its last
   /// loss joins the reference.
-  void on_survived(EvManager::LossHistory& h) {
+  /// `streak` is the EV's streak that just ended.
+  void on_survived(EvManager::LossHistory& h, std::uint16_t streak) {
     ++losses_;
+    pending_ -= std::min<std::uint32_t>(pending_, streak);
     if (h.losses > 0 && h.counted < h.losses) ++h.counted;
   }
   /// D56: the QP sees random loss, at least 1e-4 of its recent first transmissions (two losses or
@@ -47,6 +55,8 @@ class PathBlame {
  private:
   std::uint64_t mark_ = 0;
   std::uint32_t losses_ = 0;
+  std::uint32_t pending_ = 0;    ///< confirmed losses of EVs that have not delivered since (their streaks)
+  std::uint32_t confirmed_ = 0;  ///< confirmed losses, all (only differences are used)
 };
 
 }  // namespace mrc::engine

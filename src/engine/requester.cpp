@@ -257,7 +257,8 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   if (r.tx_count == 1) {
     newest_sent = std::max(newest_sent, r.sent);
     if (r.ev_slot != EvManager::kNone) {
-      if (evm_.on_delivered(r.ev_slot, r.sent)) blame_.on_survived(evm_.loss_history(r.ev_slot));  // D57
+      if (const std::uint16_t streak = evm_.on_delivered(r.ev_slot, r.sent))  // D57
+        blame_.on_survived(evm_.loss_history(r.ev_slot), streak);
       const std::uint8_t plane = evm_.ev(r.ev_slot).port;
       if (r.sent > plane_delivered_sent_[plane]) {
         plane_delivered_sent_[plane] = r.sent;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <deque>
 #include <vector>
 
@@ -39,9 +40,9 @@ struct Model {
   void settle(std::uint64_t now) {
     while (!acks.empty() && acks.front().at <= now) {
       EvManager::LossHistory& h = hist[acks.front().ev];
-      if (h.streak != 0) {  // what EvManager::on_delivered reports
+      if (const std::uint16_t s = h.streak) {  // what EvManager::on_delivered reports
         h.streak = 0;
-        blame.on_survived(h);
+        blame.on_survived(h, s);
       }
       acks.pop_front();
     }
@@ -88,6 +89,8 @@ TEST(PathBlame, RandomLossOnEveryEvBlamesNone) {
     m.run(400'000);
     std::uint64_t losses = 0;
     for (std::uint32_t n : m.lost) losses += n;
+    std::printf("loss %.3f: %u EVs blamed, %llu losses\n", p, m.blames,
+                static_cast<unsigned long long>(losses));
     if (p < 0.05)
       EXPECT_EQ(m.blames, 0u) << "loss " << p;
     else
