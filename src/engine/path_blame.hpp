@@ -48,6 +48,10 @@ class PathBlame {
     constexpr std::uint64_t kPacketsPerLoss = 10'000;
     return losses_ >= 2 && std::uint64_t{losses_} * kPacketsPerLoss >= sent - mark_;
   }
+  /// The reference rate: losses survived per first transmission, over the recent window.
+  double rate(std::uint64_t sent) const {
+    return static_cast<double>(losses_) / static_cast<double>(std::max<std::uint64_t>(sent - mark_, 1));
+  }
   /// The reference: losses counted, and the first-transmission count its window starts at.
   std::uint32_t reference_losses() const { return losses_; }
   std::uint64_t reference_mark() const { return mark_; }

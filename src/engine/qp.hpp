@@ -227,6 +227,7 @@ class Qp {
   /// sent after it were declared lost since (plane-failure inference).
   std::vector<Time> plane_delivered_sent_;
   std::vector<std::uint32_t> plane_losses_;
+  static constexpr std::uint32_t kPlaneFailureMax = 8;  ///< D59: plane_failure_losses raised at most to this
   /// D56: PSNs whose second copy is still to be sent (at most kDupQueueMax), and the PSNs that got
   /// one lately (psn + 1, 0 = empty), whose expected duplicate arrival is no spurious retransmission.
   /// Both allocated at the first failover.

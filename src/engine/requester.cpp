@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 
 #include "engine/qp.hpp"
 
@@ -279,8 +280,16 @@ void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newes
 }
 
 void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
-  const std::uint32_t threshold = ep_.config().tun.plane_failure_losses;
+  std::uint32_t threshold = ep_.config().tun.plane_failure_losses;
   if (threshold == 0 || plane_losses_[plane] < threshold) return;
+  // D59: that many losses in a row must be rarer than 1e-5 at the QP's random loss rate (5 %: 4).
+  const double rate = blame_.rate(ctr_.tx_data);
+  double p = std::pow(rate, threshold);
+  while (p >= 1e-5 && threshold < kPlaneFailureMax) {
+    ++threshold;
+    p *= rate;
+  }
+  if (plane_losses_[plane] < threshold) return;
   // Several losses on the plane and nothing sent on it since has arrived, while other planes
   // deliver: the plane has failed. Retire all its EVs now instead of losing a packet on each.
   plane_losses_[plane] = 0;
