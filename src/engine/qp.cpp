@@ -15,8 +15,8 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
       cfg_(cfg),
       cc_(cfg.cc),
       rng_(cfg.seed ^ (0x9E3779B97F4A7C15ULL * qpn)),
-      base_rtt_(cfg.cc.algorithm == cc::Algorithm::kNscc ? cfg.cc.nscc.base_rtt_ns
-                                                         : ep.config().tun.base_rtt_hint) {
+      rtt_(cfg.cc.algorithm == cc::Algorithm::kNscc ? cfg.cc.nscc.base_rtt_ns
+                                                    : ep.config().tun.base_rtt_hint) {
   EvManager::Params p;
   p.min_active = cfg.ev_min_active;
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
@@ -105,49 +105,23 @@ std::uint32_t Qp::usable_ports(std::uint32_t free_ports) const {
 
 void Qp::update_timing() {
   const Tunables& t = ep_.config().tun;
-  evm_.set_timing(t.skip_duration ? t.skip_duration : base_rtt_,
-                  t.probe_interval ? t.probe_interval : 4 * base_rtt_);
+  evm_.set_timing(t.skip_duration ? t.skip_duration : rtt_.base(),
+                  t.probe_interval ? t.probe_interval : 4 * rtt_.base());
 }
 
 void Qp::on_rtt_sample(Duration rtt) {
-  if (rtt < base_rtt_) {
-    base_rtt_ = rtt;
-    update_timing();
-  }
-  if (srtt_ == 0) {
-    srtt_ = rtt;
-    rttvar_ = rtt / 2;
-    update_pto();
-    return;
-  }
-  const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
-  rttvar_ = (3 * rttvar_ + err) / 4;
-  srtt_ = (7 * srtt_ + rtt) / 8;
+  if (rtt_.on_sample(rtt)) update_timing();
   update_pto();
 }
 
-Duration Qp::probe_wait() const {
-  // A probe is unanswered after 4 base RTTs, or after twice the RTO-style bound when RTTs vary
-  // (a software endpoint's scheduling jitter is many base RTTs: without this every probe
-  // "failed" and ASSUMED_BAD EVs never came back).
-  return std::max(4 * base_rtt_, 2 * (srtt_ + 4 * rttvar_));
-}
-
 Duration Qp::reorder_window() const {
-  const Tunables& t = ep_.config().tun;
-  if (t.reorder_window) return t.reorder_window;
-  // D43: a quarter of the base RTT (RFC 8985's min_RTT/4); the reordering measured beyond RACK's
-  // RTT (late deliveries, spurious retransmissions), at most one srtt; and the spread of RTTs that
-  // queueing adds (srtt - base RTT + 4 rttvar: packets sprayed over queues of different depths).
-  const Duration spread = srtt_ > base_rtt_ ? srtt_ - base_rtt_ + 4 * rttvar_ : 4 * rttvar_;
-  return std::max({base_rtt_ / 4, std::min(reo_seen_, std::max(base_rtt_, srtt_)), spread});
+  const Duration w = ep_.config().tun.reorder_window;
+  return w ? w : rtt_.reorder_window();
 }
 
 Duration Qp::tail_probe_delay() const {
   const Duration d = ep_.config().tun.tail_probe_delay;
-  // D43: the newest packet's SACK is due after about srtt; allow the larger of the reorder window
-  // and 4 rttvar beyond it.
-  return d ? d : std::max(srtt_, base_rtt_) + std::max(reorder_window(), 4 * rttvar_);
+  return d ? d : rtt_.tail_probe_delay(reorder_window());
 }
 
 Duration Qp::rto() const {
@@ -236,7 +210,7 @@ Time Qp::next_deadline() const {
   t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
   t = std::min(t, fatal_fail_at_);
-  const Duration probe_timeout = probe_wait();
+  const Duration probe_timeout = rtt_.probe_wait();
   if (live_probes_ > 0)
     for (const Probe& p : probes_)
       if (p.live) t = std::min(t, p.sent + probe_timeout);
@@ -247,7 +221,7 @@ void Qp::on_timer(Time now) {
   if (state_ != QpState::kRts) return;
   timer_seen_ = now;
   evm_.expire_skips(now);
-  const Duration probe_timeout = probe_wait();
+  const Duration probe_timeout = rtt_.probe_wait();
   for (Probe& p : probes_) {
     if (live_probes_ == 0) break;
     if (!p.live || p.sent + probe_timeout > now) continue;

@@ -13,6 +13,7 @@
 #include "engine/path_blame.hpp"
 #include "engine/psn_bitmap.hpp"
 #include "engine/ring.hpp"
+#include "engine/rtt.hpp"
 #include "engine/sent_packets.hpp"
 #include "wire/packet.hpp"
 
@@ -36,7 +37,7 @@ class Qp {
   /// Responder window in PSNs: what we advertise (dynamic MPR) or mpr_dest.
   std::uint32_t window_dest() const { return (mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit; }
   std::uint32_t outstanding_psns() const { return static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)); }
-  Duration base_rtt() const { return base_rtt_; }
+  Duration base_rtt() const { return rtt_.base(); }
   /// Bytes this QP holds: the object and every buffer it allocated (capacity, not use).
   std::size_t memory_bytes() const;
 
@@ -122,8 +123,8 @@ class Qp {
   void check_fatal_nak(Time now);  ///< fails the QP once a confirmed fatal NAK's deadline passes
   void on_rto(Time now);
   Duration rto() const;
+  /// RttEstimator's, unless a tunable fixes them.
   Duration reorder_window() const;
-  Duration probe_wait() const;
   Duration tail_probe_delay() const;
   /// A packet was delivered `excess` after RACK's expectation (sent + rack_rtt_): reordering the
   /// reorder window must cover (D43).
@@ -184,7 +185,7 @@ class Qp {
   EvManager evm_;
   cc::Controller cc_;
   Rng rng_;
-  Duration base_rtt_;
+  RttEstimator rtt_;  ///< base RTT, srtt, rttvar, reordering: RACK's and the probes' timing (D43)
   std::uint32_t peer_ports_ = 0xFFFFFFFFu;
 
   // requester
@@ -201,7 +202,6 @@ class Qp {
   Time rack_sent_ = 0;            ///< send time of the most recently sent packet known delivered
   Duration rack_rtt_ = 0;         ///< RTT of that packet (D43: lost at sent + rack_rtt_ + reorder window)
   Time rack_timer_ = kNever;      ///< reorder timer: when the oldest packet sent before rack_sent_ is lost
-  Duration reo_seen_ = 0;         ///< reordering measured beyond rack_rtt_ (decaying max, D43)
   std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
   Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
   void update_pto() { pto_ = tail_probe_delay() << tlp_backoff_; }
@@ -219,7 +219,6 @@ class Qp {
   std::uint32_t live_probes_ = 0;
   std::uint16_t next_probe_id_ = 1;
   Time tail_probe_at_ = kNever;
-  Duration srtt_ = 0, rttvar_ = 0;
   /// on_timer() last ran at this time: transmit-driven deadlines (probes) at or before it are
   /// already waiting for a free port in poll_tx and are not reported again.
   Time timer_seen_ = 0;

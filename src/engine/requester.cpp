@@ -326,12 +326,7 @@ void Qp::detect_losses(Time now) {
 }
 
 void Qp::note_reordering(Duration excess) {
-  // Up at once (with a quarter more as margin), down by 1/256 of the difference per sample.
-  const Duration want = excess + excess / 4;
-  if (want > reo_seen_)
-    reo_seen_ = want;
-  else
-    reo_seen_ -= (reo_seen_ - want) / 256;
+  rtt_.on_reordering(excess);
   update_pto();
 }
 
@@ -616,7 +611,7 @@ void Qp::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
     // acknowledged a few round trips later (check_fatal_nak): a forged write or NAK hitting the same
     // PSN again cannot stop the responder from SACKing the real packet, which dismisses them all.
     if (fatal_fail_at_ == kNever) {
-      fatal_fail_at_ = now + 4 * std::max(srtt_, base_rtt_);
+      fatal_fail_at_ = now + 4 * std::max(rtt_.srtt(), rtt_.base());
       fatal_status_ = st;
     }
     return;

@@ -1,0 +1,70 @@
+// RttEstimator: a QP's round-trip measurements and the timing rules built on them (D43). The base
+// RTT is the smallest sample (seeded with a hint until one arrives), srtt and rttvar are RFC 6298's
+// smoothed RTT and variation, and the reordering is how far deliveries came later than RACK expected
+// them, kept as a decaying maximum. From these: the reorder window RACK waits before declaring a
+// packet lost, the tail-loss probe delay, and how long a reliability probe may go unanswered.
+#pragma once
+#include <algorithm>
+
+#include "common/time.hpp"
+
+namespace mrc::engine {
+
+class RttEstimator {
+ public:
+  explicit RttEstimator(Duration base_hint) : base_(base_hint) {}
+
+  /// A valid RTT sample. True when it lowered the base RTT.
+  bool on_sample(Duration rtt) {
+    const bool lower = rtt < base_;
+    if (lower) base_ = rtt;
+    if (srtt_ == 0) {
+      srtt_ = rtt;
+      rttvar_ = rtt / 2;
+      return lower;
+    }
+    const Duration err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
+    rttvar_ = (3 * rttvar_ + err) / 4;
+    srtt_ = (7 * srtt_ + rtt) / 8;
+    return lower;
+  }
+  /// A delivery came `excess` after RACK's expectation (0: on time; a spurious retransmission
+  /// passes the current window). Up at once with a quarter more as margin, down by 1/256 of the
+  /// difference per report.
+  void on_reordering(Duration excess) {
+    const Duration want = excess + excess / 4;
+    if (want > reordering_)
+      reordering_ = want;
+    else
+      reordering_ -= (reordering_ - want) / 256;
+  }
+
+  Duration base() const { return base_; }
+  Duration srtt() const { return srtt_; }  ///< 0 until the first sample
+  Duration rttvar() const { return rttvar_; }
+  Duration reordering() const { return reordering_; }
+
+  /// RACK's reorder window: a quarter of the base RTT (RFC 8985's min_RTT/4); the reordering
+  /// measured, at most one max(base, srtt); and the spread of RTTs that queueing adds (srtt - base
+  /// + 4 rttvar: packets sprayed over queues of different depths).
+  Duration reorder_window() const {
+    const Duration spread = srtt_ > base_ ? srtt_ - base_ + 4 * rttvar_ : 4 * rttvar_;
+    return std::max({base_ / 4, std::min(reordering_, std::max(base_, srtt_)), spread});
+  }
+  /// The newest packet's SACK is due after about srtt; allow the larger of the reorder window
+  /// (`window`, which a tunable may override) and 4 rttvar beyond it.
+  Duration tail_probe_delay(Duration window) const {
+    return std::max(srtt_, base_) + std::max(window, 4 * rttvar_);
+  }
+  /// A probe is unanswered after 4 base RTTs, or after twice the RTO-style bound when RTTs vary (a
+  /// software endpoint's scheduling jitter is many base RTTs: without this every probe "failed"
+  /// and ASSUMED_BAD EVs never came back).
+  Duration probe_wait() const { return std::max(4 * base_, 2 * (srtt_ + 4 * rttvar_)); }
+
+ private:
+  Duration base_;
+  Duration srtt_ = 0, rttvar_ = 0;
+  Duration reordering_ = 0;
+};
+
+}  // namespace mrc::engine
