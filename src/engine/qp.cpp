@@ -43,6 +43,7 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
       r.peer_max_wimm_dest == 0)
     return EINVAL;
   remote_ = r;
+  update_window();
   rcvd_.init(cfg_.mpr_dest * kMprUnit, r.rq_psn);
   state_ = QpState::kRtr;
   return 0;
@@ -80,6 +81,7 @@ int Qp::reconfigure(const QpConfig& cfg) {
     cfg_.pkey = cfg.pkey;
   }
   cfg_.mpr = cfg.mpr;
+  update_window();
   cfg_.max_wimm = cfg.max_wimm;
   cfg_.timeout = cfg.timeout;
   cfg_.retry_linear = cfg.retry_linear;
@@ -93,10 +95,10 @@ int Qp::set_advertised_mpr(std::uint8_t units) {
   return 0;
 }
 
-std::uint32_t Qp::window_psns() const {
+void Qp::update_window() {
   std::uint32_t units = std::min<std::uint32_t>(cfg_.mpr, remote_.peer_mpr_dest);
   if (peer_mpr_adv_ != 0) units = std::min<std::uint32_t>(units, peer_mpr_adv_);
-  return units * kMprUnit;
+  window_psns_ = units * kMprUnit;
 }
 
 std::uint32_t Qp::usable_ports(std::uint32_t free_ports) const {

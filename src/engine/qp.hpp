@@ -33,7 +33,8 @@ class Qp {
   std::uint32_t probes_in_flight() const { return live_probes_; }  ///< unanswered reliability probes
   EvManager& evs() { return evm_; }
   const cc::Controller& cc() const { return cc_; }
-  std::uint32_t window_psns() const;
+  /// Requester window in PSNs: min(mpr, the peer's mpr_dest, its advertised MPR) x 128.
+  std::uint32_t window_psns() const { return window_psns_; }
   /// Responder window in PSNs: what we advertise (dynamic MPR) or mpr_dest.
   std::uint32_t window_dest() const { return (mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit; }
   std::uint32_t outstanding_psns() const { return static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)); }
@@ -209,6 +210,8 @@ class Qp {
   Time last_progress_ = 0;
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;
+  std::uint32_t window_psns_ = 0;  ///< window_psns(), kept current by update_window()
+  void update_window();
   bool fatal_pending_ = false;  ///< a fatal NAK for fatal_psn_ waits for confirmation (D39) ...
   std::uint8_t fatal_tx_ = 0;   ///< ... by a NAK of a transmission after this many ...
   std::uint32_t fatal_psn_ = 0;

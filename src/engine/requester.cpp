@@ -508,7 +508,10 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
       if (!pr.tail && pr.ev_slot != EvManager::kNone) evm_.on_probe_success(pr.ev_slot, now);
     }
   }
-  if (s.mpr != 0) peer_mpr_adv_ = s.mpr;
+  if (s.mpr != 0 && s.mpr != peer_mpr_adv_) {
+    peer_mpr_adv_ = s.mpr;
+    update_window();
+  }
   if (newest_sent > rack_sent_) {
     rack_sent_ = newest_sent;
     rack_rtt_ = now - newest_sent;  // includes SACK coalescing, as RFC 8985's RACK.rtt
