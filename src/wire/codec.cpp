@@ -412,21 +412,6 @@ inline std::size_t fail(Error* err, Error e) {
 }  // namespace
 
 // ---- opcode classification ----------------------------------------------------------------------
-bool is_data(Opcode op) {
-  const auto v = static_cast<std::uint8_t>(op);
-  return v >= static_cast<std::uint8_t>(Opcode::kWriteFirst) &&
-         v <= static_cast<std::uint8_t>(Opcode::kWriteOnlyImm);
-}
-bool has_imm(Opcode op) {
-  return op == Opcode::kWriteLastImm || op == Opcode::kWriteOnlyImm;
-}
-bool is_last(Opcode op) {
-  return op == Opcode::kWriteLast || op == Opcode::kWriteLastImm || op == Opcode::kWriteOnly ||
-         op == Opcode::kWriteOnlyImm;
-}
-bool is_first(Opcode op) {
-  return op == Opcode::kWriteFirst || op == Opcode::kWriteOnly || op == Opcode::kWriteOnlyImm;
-}
 bool is_known(std::uint8_t op) {
   switch (static_cast<Opcode>(op)) {
     case Opcode::kWriteFirst:

@@ -38,10 +38,26 @@ enum class Opcode : std::uint8_t {
   kProbe = 0xDE,             ///< PETH: reliability probe, consumes no PSN
 };
 
-bool is_data(Opcode op);   ///< 0xC6..0xCB
-bool has_imm(Opcode op);   ///< 0xC9, 0xCB
-bool is_last(Opcode op);   ///< LAST, LAST_IMM, ONLY, ONLY_IMM
-bool is_first(Opcode op);  ///< FIRST, ONLY, ONLY_IMM
+// Inline: the engine asks these per packet.
+/// 0xC6..0xCB
+constexpr bool is_data(Opcode op) {
+  const auto v = static_cast<std::uint8_t>(op);
+  return v >= static_cast<std::uint8_t>(Opcode::kWriteFirst) &&
+         v <= static_cast<std::uint8_t>(Opcode::kWriteOnlyImm);
+}
+/// 0xC9, 0xCB
+constexpr bool has_imm(Opcode op) {
+  return op == Opcode::kWriteLastImm || op == Opcode::kWriteOnlyImm;
+}
+/// LAST, LAST_IMM, ONLY, ONLY_IMM
+constexpr bool is_last(Opcode op) {
+  return op == Opcode::kWriteLast || op == Opcode::kWriteLastImm || op == Opcode::kWriteOnly ||
+         op == Opcode::kWriteOnlyImm;
+}
+/// FIRST, ONLY, ONLY_IMM
+constexpr bool is_first(Opcode op) {
+  return op == Opcode::kWriteFirst || op == Opcode::kWriteOnly || op == Opcode::kWriteOnlyImm;
+}
 bool is_known(std::uint8_t op);
 
 /// NACK reason codes (values shared with UET PDS).
