@@ -53,13 +53,13 @@ class EvManager {
   /// delivered a packet sent after `since` (its path worked after the loss), among a few random
   /// candidates; else the candidate that delivered most recently. Bursts do not apply.
   std::uint16_t pick_proven(std::uint32_t ports, Time since);
-  /// A first transmission sent at `sent` on `slot` was acknowledged. Returns the streak it ends
-  /// (LossHistory::streak; 0: none): the EV survived its last confirmed loss (D57).
-  std::uint16_t on_delivered(std::uint16_t slot, Time sent) {
+  /// A first transmission sent at `sent` on `slot` was acknowledged. True when it ends a streak
+  /// (LossHistory::streak): the EV survived its last confirmed loss (D57).
+  bool on_delivered(std::uint16_t slot, Time sent) {
     Slot& s = slots_[slot];
-    if (sent <= s.delivered_sent) return 0;
+    if (sent <= s.delivered_sent) return false;
     s.delivered_sent = sent;
-    const std::uint16_t ended = s.loss.streak;
+    const bool ended = s.loss.streak != 0;
     s.loss.streak = 0;
     return ended;
   }

@@ -38,10 +38,10 @@ bool PathBlame::on_confirmed_loss(EvManager::LossHistory& h, std::uint64_t sent,
   // A gray path: more losses in the packets the EV carried since its window opened than the
   // reference rate explains: P(Poisson(lambda) >= k), k = losses after the first.
   if (!blame && h.losses >= 2) {
-    // Other EVs' losses, the pending ones too (a burst everywhere is no reason to blame this one).
-    const std::uint32_t mine = std::min<std::uint32_t>(h.counted + h.streak, losses_ + pending_);
-    const double all = static_cast<double>(losses_ + pending_ - mine);
-    const double lambda = carried * all / static_cast<double>(std::max<std::uint64_t>(sent - mark_, 1));
+    // The reference without any of this EV's losses, counted or still in its streak.
+    const double others_all = losses_ - std::min<std::uint32_t>(h.counted + h.streak, losses_);
+    const double lambda =
+        carried * others_all / static_cast<double>(std::max<std::uint64_t>(sent - mark_, 1));
     const std::uint32_t k = h.losses - 1;
     double term = std::exp(-lambda), below = 0;
     for (std::uint32_t i = 0; i < k; ++i) {
@@ -53,7 +53,6 @@ bool PathBlame::on_confirmed_loss(EvManager::LossHistory& h, std::uint64_t sent,
   if (!blame) return false;
   h.losses = 0;
   h.counted = 0;
-  pending_ -= std::min<std::uint32_t>(pending_, h.streak);  // a retired EV's losses wait for nothing
   h.streak = 0;
   return true;
 }

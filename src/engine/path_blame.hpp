@@ -1,4 +1,4 @@
-// PathBlame: when a confirmed loss blames the EV it happened on (docs/decisions.md D43, D57).
+// PathBlame: when a confirmed loss blames the EV it happened on (docs/decisions.md D43, D57, D58).
 //
 // Random loss hits every EV alike and must retire none; a dead or gray path loses more than the
 // others. The reference is the QP's confirmed-loss rate over its recent first transmissions (a
@@ -12,12 +12,9 @@
 //     carried) in the packets it carried, about the QP's first transmissions over its active EVs:
 //     Poisson tail below 1e-5, about 1/1000 over a QP's 128 EVs, since every EV is tested at each
 //     of its losses.
-// The count test's reference also holds the losses still pending (EVs that have not delivered
-// since), so that a burst of losses everywhere makes no EV look worse than the others; the streak
-// test's does not, so dead EVs cannot hide behind each other. A burst on every plane at once (an
-// overloaded receiver: since the EV's previous loss the QP lost more than half of what it sent)
-// is one event for an EV, however many of its packets it took. One loss never blames. The per-EV
-// state is EvManager::LossHistory, kept in the EV's slot.
+// A burst on every plane at once (an overloaded receiver: since the EV's previous loss the QP lost
+// more than half of what it sent) is one event for an EV, however many of its packets it took.
+// One loss never blames. The per-EV state is EvManager::LossHistory, kept in the EV's slot.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -34,12 +31,10 @@ class PathBlame {
   /// A loss on an EV with history `h` was confirmed when the QP had sent `sent` first
   /// transmissions over `active` usable EVs. True when the EV is to be blamed (its window closes).
   bool on_confirmed_loss(EvManager::LossHistory& h, std::uint64_t sent, std::uint32_t active);
-  /// The EV delivered again after confirmed losses (EvManager::on_delivered returned true): its last
-  /// loss joins the reference.
-  /// `streak` is the EV's streak that just ended.
-  void on_survived(EvManager::LossHistory& h, std::uint16_t streak) {
+  /// The EV delivered again after confirmed losses (EvManager::on_delivered ended its streak): its
+  /// last loss joins the reference.
+  void on_survived(EvManager::LossHistory& h) {
     ++losses_;
-    pending_ -= std::min<std::uint32_t>(pending_, streak);
     if (h.losses > 0 && h.counted < h.losses) ++h.counted;
   }
   /// D56: the QP sees random loss, at least 1e-4 of its recent first transmissions (two losses or
@@ -52,14 +47,10 @@ class PathBlame {
   double rate(std::uint64_t sent) const {
     return static_cast<double>(losses_) / static_cast<double>(std::max<std::uint64_t>(sent - mark_, 1));
   }
-  /// The reference: losses counted, and the first-transmission count its window starts at.
-  std::uint32_t reference_losses() const { return losses_; }
-  std::uint64_t reference_mark() const { return mark_; }
 
  private:
   std::uint64_t mark_ = 0;
   std::uint32_t losses_ = 0;
-  std::uint32_t pending_ = 0;    ///< confirmed losses of EVs that have not delivered since (their streaks)
   std::uint32_t confirmed_ = 0;  ///< confirmed losses, all (only differences are used)
 };
 

@@ -248,7 +248,7 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   // A retransmission acknowledged: the original was lost (D7b). The SACK that names it as its
   // trigger (`judged`) also says which copy arrived, and handle_sack judges it; acknowledged by
   // another SACK it is confirmed here (D57): a spurious retransmission confirms a loss wrongly,
-  // rarely, and D43's statistics keep such stray losses from blaming a path.
+  // rarely, and PathBlame's statistics keep such stray losses from blaming a path.
   if (r.suspect_slot != EvManager::kNone) {
     if (r.tx_count >= 2 && psn != judged)
       on_confirmed_loss(r.suspect_slot, static_cast<EvCause>(r.suspect_cause), now);
@@ -258,8 +258,8 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   if (r.tx_count == 1) {
     newest_sent = std::max(newest_sent, r.sent);
     if (r.ev_slot != EvManager::kNone) {
-      if (const std::uint16_t streak = evm_.on_delivered(r.ev_slot, r.sent))  // D57
-        blame_.on_survived(evm_.loss_history(r.ev_slot), streak);
+      if (evm_.on_delivered(r.ev_slot, r.sent))  // D57: it survived its last confirmed loss
+        blame_.on_survived(evm_.loss_history(r.ev_slot));
       const std::uint8_t plane = evm_.ev(r.ev_slot).port;
       if (r.sent > plane_delivered_sent_[plane]) {
         plane_delivered_sent_[plane] = r.sent;

@@ -30,8 +30,8 @@ struct TxRec {
   std::uint8_t tx_count = 0;
   std::uint8_t flags = 0;       ///< TxFlags
   std::uint8_t lost_cause = 0;  ///< Qp::LossCause of the pending retransmission
-  /// EV of a transmission declared lost without a NACK. It is blamed (ASSUMED_BAD) only once the
-  /// retransmission's SACK shows the original never arrived: a lost SACK must not kill a path.
+  /// EV of a transmission declared lost without a NACK. Its loss counts against the EV (PathBlame)
+  /// only once a SACK acknowledges the retransmission (D57): a lost SACK must not kill a path.
   std::uint16_t suspect_slot = EvManager::kNone;
   std::uint8_t suspect_cause = 0;  ///< EvCause
 };
@@ -53,7 +53,8 @@ class SentPackets {
   /// The record of `psn` (in [una, nxt)).
   TxRec& rec(std::uint32_t psn) { return ring_[psn & mask_]; }
   const TxRec& rec(std::uint32_t psn) const { return ring_[psn & mask_]; }
-  /// Doubles the ring (up to max_slots), keeping the records of [una, nxt).
+  /// Doubles the ring, keeping the records of [una, nxt). The caller's window keeps it within
+  /// max_slots.
   void grow(std::uint32_t una, std::uint32_t nxt) {
     const auto slots = static_cast<std::uint32_t>(ring_.size() * 2);
     std::vector<TxRec> g(slots);

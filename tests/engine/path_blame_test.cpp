@@ -40,9 +40,9 @@ struct Model {
   void settle(std::uint64_t now) {
     while (!acks.empty() && acks.front().at <= now) {
       EvManager::LossHistory& h = hist[acks.front().ev];
-      if (const std::uint16_t s = h.streak) {  // what EvManager::on_delivered reports
+      if (h.streak != 0) {  // what EvManager::on_delivered reports
         h.streak = 0;
-        blame.on_survived(h, s);
+        blame.on_survived(h);
       }
       acks.pop_front();
     }
