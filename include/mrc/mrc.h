@@ -253,8 +253,8 @@ struct mrc_peer_attr {
 int mrc_add_peer(struct ibv_context* context, const struct mrc_peer_attr* peer);
 
 enum mrc_context_flags {
-  /* No progress thread: the application calls mrc_progress(); then all calls on this context and
-   * its device must come from one thread at a time. */
+  /* No progress thread: the application calls mrc_progress() (one thread at a time); posted work
+   * requests reach the wire, and completions its CQs, only during those calls and control calls. */
   MRC_CONTEXT_APP_PROGRESS = 1 << 0,
 };
 struct mrc_context* mrc_create_context_ex(struct ibv_context* vcontext, struct mrc_context_attr* context_attr,

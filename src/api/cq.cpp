@@ -105,7 +105,6 @@ int mrc_destroy_cq(mrc_cq* cq) {
 int mrc_poll_cq(mrc_cq* cq, int num_entries, ibv_wc* wc) {
   if (cq == nullptr || cq->ev_cq != nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr))
     return fail(EINVAL);
-  if (cq->ctx->app_progress) mrc::api::route(*cq->ctx);
   std::lock_guard<std::mutex> lk(cq->poll_mu);
   int n = 0;
   while (n < num_entries && cq->ring.pop(wc[n])) {

@@ -165,24 +165,11 @@ bool parse_device_spec(std::string_view spec, std::vector<std::string>& addrs, s
   return parse_spec(spec, addrs, port);
 }
 
-namespace {
-/// From `src` (the engine itself on the progress thread, the endpoint in app-progress mode) into
-/// the context's CQs, channels and async events.
-template <class Source>
-void route_from(mrc_context& ctx, Source& src) {
-  engine::Completion c;
-  while (src.poll_completion(c)) deliver(ctx, c);
-  engine::Event e;
-  while (src.poll_event(e)) deliver(ctx, e);
-}
-}  // namespace
-
-void route(mrc_context& ctx) {
-  route_from(ctx, *ctx.device->ue);
-}
-
 void route_engine(mrc_context& ctx, engine::Endpoint& ep) {
-  route_from(ctx, ep);
+  engine::Completion c;
+  while (ep.poll_completion(c)) deliver(ctx, c);
+  engine::Event e;
+  while (ep.poll_event(e)) deliver(ctx, e);
 }
 
 void post_async_event(mrc_context& ctx, const mrc_async_event& ev) {
@@ -393,12 +380,11 @@ mrc_context* mrc_create_context_ex(ibv_context* vcontext, mrc_context_attr* attr
   ctx->async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (ctx->async_fd < 0) return nullptr;
   mrc_context* c = ctx.get();
-  if (!ctx->app_progress) {
-    // On the progress thread, straight from the engine into the CQs: a completion crosses one
-    // queue (its CQ) on its way to mrc_poll_cq.
-    device->ue->set_export_hook([c](mrc::engine::Endpoint& ep) { mrc::api::route_engine(*c, ep); });
-    device->ue->start();
-  }
+  // At the end of each progress round (the device's thread, or mrc_progress) and control call,
+  // straight from the engine into the CQs: a completion crosses one queue (its CQ) on its way to
+  // mrc_poll_cq.
+  device->ue->set_export_hook([c](mrc::engine::Endpoint& ep) { mrc::api::route_engine(*c, ep); });
+  if (!ctx->app_progress) device->ue->start();
   device->ctx = ctx.release();
   return c;
 }
@@ -433,7 +419,6 @@ int mrc_destroy_context(mrc_context* ctx) {
 int mrc_progress(mrc_context* ctx, int timeout_ms) {
   if (ctx == nullptr || ctx->device == nullptr || !ctx->app_progress || timeout_ms < 0) return fail(EINVAL);
   const std::size_t n = ctx->device->ue->progress(static_cast<mrc::Duration>(timeout_ms) * 1'000'000ull);
-  mrc::api::route(*ctx);
   return static_cast<int>(std::min<std::size_t>(n, 0x7FFFFFFF));
 }
 

@@ -2,12 +2,11 @@
 // ibv_pd, ibv_mr of its software devices), shared by the application API (src/api/*.cpp)
 // and the controller API (ctl*.cpp), which reaches a device's endpoint and profiles through them.
 //
-// Threading: control calls of one device serialise on mrc_device::mu; with the progress thread
-// running they touch the engine only inside UdpEndpoint::execute(). Completions and events are
-// routed on the one producer thread: by route_engine() from the engine at the end of each round of
-// the progress thread (its export hook), or by route() in mrc_progress / mrc_poll_cq without one.
-// Each CQ is a single-producer ring that mrc_poll_cq drains: past the engine's own queue, the only
-// one a completion crosses.
+// Threading: control calls of one device serialise on mrc_device::mu and touch the engine only
+// inside UdpEndpoint::execute(). Completions and events are routed by route_engine() (the
+// endpoint's export hook) by whoever holds the engine — a progress round (the device's thread, or
+// mrc_progress) or a control call — one at a time. Each CQ is a ring with one producer at a time
+// that mrc_poll_cq drains: past the engine's own queue, the only one a completion crosses.
 #pragma once
 #include <atomic>
 #include <cerrno>
@@ -157,7 +156,7 @@ struct mrc_context {
   mrc_ctl_cc_nscc_cfg cc_scratch{};  ///< what a CC query with cc_config = NULL points at
   bool app_progress = false;
   std::uint32_t channels = 0, cqs = 0, hints = 0;
-  /// qpn -> QP; written inside execute() (or on the app-progress thread), read by route().
+  /// qpn -> QP; written inside execute(), read by route_engine() (which runs holding the engine too).
   std::unordered_map<std::uint32_t, mrc_qp*> qps;
   // Asynchronous events: an eventfd (semaphore) counts the queued ones.
   int async_fd = -1;
@@ -167,10 +166,8 @@ struct mrc_context {
 
 namespace mrc::api {
 
-/// Drains the endpoint's completions and events into CQs, channels and async events
-/// (app-progress mode: the thread that progresses).
-void route(mrc_context& ctx);
-/// The same straight from the engine: the export hook, on the progress thread.
+/// Takes the engine's completions and events into CQs, channels and async events: the endpoint's
+/// export hook, run by whoever holds the engine (a progress round or a control call).
 void route_engine(mrc_context& ctx, engine::Endpoint& ep);
 /// Queues an asynchronous event (any thread).
 void post_async_event(mrc_context& ctx, const mrc_async_event& ev);

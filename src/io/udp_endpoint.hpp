@@ -28,16 +28,22 @@
 // from the source port (and the flow label in STEV mode), ev_of_wire(). A source address that is not a known
 // peer's address on that plane gets kUnknownPeer, a handle no QP has, so the engine refuses it.
 //
-// Progress: either the application calls progress() (application-driven), or start() runs a
-// progress thread. Threading rule with the thread running:
-//   * post_send / post_recv / poll_completion / poll_event may be called from any application
-//     thread (post_* from several, poll_* from one at a time). They go through lock-free rings and
-//     an eventfd wakeup; the engine is only ever touched by the progress thread.
+// Progress: one concurrency model, whoever drives it (msquic's: API calls are operations queued to
+// the progress context). The engine belongs to whoever holds the endpoint's engine lock: a progress
+// round — run by the endpoint's own thread after start(), or by the application's thread in
+// progress() — or a control call inside execute(fn). Nothing else touches it.
+//   * post_send / post_recv (any thread, several at once) queue the work request on a lock-free
+//     ring and wake a sleeping round; the next round (or execute()) hands it to the engine. A request
+//     the engine refuses completes with kLocalProtectionError; one for a QP in ERROR completes
+//     kFlushed (verbs).
+//   * Each round, and each execute(), ends by exporting the engine's completions and events: to
+//     the export hook when one is set (libmrc's CQs: no queue in between), else to the rings that
+//     poll_completion / poll_event read (one consumer thread each).
 //   * Everything else that touches the engine (add_peer, register_region, create_qp, connect_qp,
-//     counters, metrics) must be called while the thread is stopped, or inside execute(fn), which
-//     runs fn on the progress thread and waits for it (a mutex-protected slow path, never used per
-//     packet).
-//
+//     counters, metrics) runs inside execute(fn) — or with no round running at all (before
+//     start(), between progress() calls of a single-threaded application). execute() takes the
+//     lock between rounds (a round about to start waits for it: control calls are never starved),
+//     never per packet. Called back from inside a round it runs fn at once.
 // Plane links: the endpoint watches the link of each plane's interface (the one holding its local
 // address, found at open) through an rtnetlink socket (RTMGRP_LINK) in its epoll set, read when
 // idle and at least every millisecond when busy. A link going down (not IFF_UP + IFF_RUNNING, or
@@ -99,7 +105,7 @@ struct UdpConfig {
   /// receive sockets take GRO batches. Not in SRv6 mode (raw sockets).
   std::uint32_t gso_burst = 0;
   int socket_buffer = 8 << 20;        ///< SO_SNDBUF / SO_RCVBUF (FORCE when permitted)
-  std::uint32_t queue_depth = 16384;  ///< command / completion / event rings (threaded mode)
+  std::uint32_t queue_depth = 16384;  ///< command / completion / event rings
   /// The ICRC covers the masked IPv4/IPv6 + UDP headers as well, as RoCEv2's does (docs/wire-format.md
   /// W22): computed on send, checked on receive (IPv4: any identification). Off: the engine's ICRC
   /// without them (W16), what the simulator sends. Needs engine.icrc.
@@ -159,7 +165,8 @@ class UdpEndpoint {
   std::uint32_t peer_at(std::uint32_t plane, const IpAddr& addr) const;
   engine::Endpoint& engine() { return *ep_; }
   const engine::Endpoint& engine() const { return *ep_; }
-  /// Runs fn with the engine on the progress thread (or directly when it is not running).
+  /// Runs fn with the engine between two progress rounds, on the calling thread (udp_endpoint.hpp,
+  /// "Progress"); queued work requests are handed to the engine first, completions exported after.
   void execute(const std::function<void(engine::Endpoint&)>& fn);
   /// SRv6 mode: replaces the uSID path list (EV value v takes path v % paths.size()) and rebuilds
   /// every peer's carriers. False with the reason, changing nothing, when a path is empty, does not
@@ -173,25 +180,24 @@ class UdpEndpoint {
   void apply_link_state(const LinkState& s, Time now);
 
   // --- data path: any thread ------------------------------------------------------------------
-  /// 0, an engine errno (application-driven), or EAGAIN if the command ring is full (threaded).
-  /// In threaded mode a request the engine refuses completes with kLocalProtectionError. A request
-  /// for a QP in ERROR is taken and completes with kFlushed (verbs), in both modes.
+  /// 0 (queued for the next round), or EAGAIN if the command ring (queue_depth) is full. A request
+  /// the engine refuses completes with kLocalProtectionError; one for a QP in ERROR with kFlushed.
   int post_send(std::uint32_t qpn, const engine::SendWr& wr);
   int post_recv(std::uint32_t qpn, std::uint64_t wr_id);
   bool poll_completion(engine::Completion& out);
   bool poll_event(engine::Event& out);
 
   // --- progress ---------------------------------------------------------------------------------
-  /// One round: receive, timers, transmit. Blocks up to `timeout` (ns) when there is nothing to do.
-  /// Returns the number of packets moved. Application-driven mode only.
+  /// One round on the calling thread: queued work requests, receive, timers, transmit, export.
+  /// Blocks up to `timeout` (ns) when there is nothing to do. Returns the number of packets moved;
+  /// 0 at once while the progress thread runs (it does the rounds then).
   std::size_t progress(Duration timeout = 0);
   bool start();
   void stop();
-  /// Runs `fn` on the progress thread at the end of each round (threaded mode) with the engine, from
-  /// which it takes the round's completions and events itself (Endpoint::poll_completion /
-  /// poll_event) into its own queues (CQs, channels): no ring between the engine and the consumer.
-  /// While a hook is set the completion and event rings stay empty (poll_completion / poll_event
-  /// find nothing with the thread running). Set it while the thread is stopped.
+  /// Runs `fn` with the engine at the end of each round and execute(); it takes the completions and
+  /// events itself (Endpoint::poll_completion / poll_event) into its own queues (CQs, channels): no
+  /// ring between the engine and the consumer. While a hook is set the completion and event rings
+  /// stay empty. Set it while no round runs (before start(), or between progress() calls).
   void set_export_hook(std::function<void(engine::Endpoint&)> fn) { export_hook_ = std::move(fn); }
   bool running() const { return threaded_.load(); }
 
@@ -277,7 +283,9 @@ class UdpEndpoint {
 
   explicit UdpEndpoint(const UdpConfig& cfg);
   bool open(std::string& err);
-  std::size_t run_once(Duration timeout, bool threaded);
+  std::size_t run_once(Duration timeout);
+  /// Before taking the engine lock for a round: lets waiting execute() calls go first.
+  void yield_to_control();
   std::size_t receive_plane(std::uint32_t plane, Time now);
   void deliver(std::span<const std::uint8_t> pkt, const engine::RxMeta& meta, Time now);
   /// Fills tx_mm from `first` on with the batch's packets for socket `sock`, merging runs to one
@@ -350,24 +358,21 @@ class UdpEndpoint {
                std::uint32_t flow, int tos, std::span<const std::uint8_t> h, std::span<const std::uint8_t> pl,
                std::span<const std::uint8_t> tr);  ///< planes whose batch has room
 
-  // threaded mode
-  std::thread thread_;
+  // progress context
+  std::thread thread_;  ///< after start(): runs the rounds
   std::atomic<bool> threaded_{false};
   std::atomic<bool> stop_{false};
-  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> sleeping_{false};  ///< a round waits in epoll: wake() writes the eventfd
   MpscRing<Cmd> cmds_;
   bool have_pending_cmd_ = false;
   Cmd pending_cmd_;
   SpscRing<engine::Completion> completions_;
   SpscRing<engine::Event> events_;
-  std::mutex exec_mu_;
-  /// Without the progress thread, callers enter the engine one at a time under this lock: the
-  /// application's thread and a controller-socket thread (api ctl server) may both call.
-  std::mutex direct_mu_;
+  /// Held by a round (not while it sleeps) or an execute(): the engine's owner.
+  std::mutex engine_mu_;
+  std::atomic<int> exec_waiting_{0};  ///< execute() calls waiting for engine_mu_
+  std::mutex exec_mu_;                ///< with exec_cv_: a round waiting for them
   std::condition_variable exec_cv_;
-  const std::function<void(engine::Endpoint&)>* exec_fn_ = nullptr;
-  bool exec_done_ = false;
-  std::atomic<bool> exec_pending_{false};
   std::function<void(engine::Endpoint&)> export_hook_;
 };
 

@@ -1,5 +1,6 @@
-// UdpEndpoint progress: one round of receive, timers and transmit; the command and completion rings
-// and execute() of the progress thread; start() / stop().
+// UdpEndpoint progress: one round of receive, timers and transmit; the command and completion
+// rings; execute(); the progress thread's start() / stop(). One concurrency model whoever drives
+// it (udp_endpoint.hpp, "Progress").
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -12,78 +13,87 @@ namespace mrc::io {
 
 using namespace detail;
 
-std::size_t UdpEndpoint::run_once(Duration timeout, bool threaded) {
-  std::unique_lock<std::mutex> direct(direct_mu_, std::defer_lock);
-  if (!threaded) {
-    direct.lock();                   // released before sleeping
-    if (threaded_.load()) return 0;  // start() ran since progress() looked
-  }
+namespace {
+/// The endpoint whose engine this thread holds (inside a round or an execute()): a control call
+/// made from there (a hook, a callback) runs at once instead of waiting for itself.
+thread_local const UdpEndpoint* t_holder = nullptr;
+struct Holder {
+  const UdpEndpoint* prev;
+  explicit Holder(const UdpEndpoint* ep) : prev(t_holder) { t_holder = ep; }
+  ~Holder() { t_holder = prev; }
+  Holder(const Holder&) = delete;
+  Holder& operator=(const Holder&) = delete;
+};
+}  // namespace
+
+void UdpEndpoint::yield_to_control() {
+  if (exec_waiting_.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> lk(exec_mu_);
+  exec_cv_.wait(lk, [&] { return exec_waiting_.load(std::memory_order_acquire) == 0; });
+}
+
+std::size_t UdpEndpoint::run_once(Duration timeout) {
+  yield_to_control();
+  std::unique_lock<std::mutex> hold(engine_mu_);
   std::size_t work = 0;
   Time t = now();
-  if (threaded) {
-    if (exec_pending_.load(std::memory_order_acquire)) {
-      std::lock_guard<std::mutex> lk(exec_mu_);
-      if (exec_fn_ != nullptr && !exec_done_) {
-        (*exec_fn_)(*ep_);
-        exec_done_ = true;
-        exec_pending_.store(false, std::memory_order_release);
-      }
-      exec_cv_.notify_all();
-    }
+  {
+    Holder h(this);
     drain_commands(t);
-  }
-  for (std::uint32_t i = 0; i < planes_.size(); ++i) {
-    for (int r = 0; r < kRxRoundsPerPlane; ++r) {
-      const std::size_t n = receive_plane(i, t);
-      work += n;
-      if (n < cfg_.rx_batch) break;
+    for (std::uint32_t i = 0; i < planes_.size(); ++i) {
+      for (int r = 0; r < kRxRoundsPerPlane; ++r) {
+        const std::size_t n = receive_plane(i, t);
+        work += n;
+        if (n < cfg_.rx_batch) break;
+      }
     }
+    if (impair_.held() != 0) {
+      impair_.release(t, [&](std::span<const std::uint8_t> b, const engine::RxMeta& m) { deliver(b, m, t); });
+    }
+    t = now();
+    if (t >= ep_->next_deadline()) ep_->on_timer(t);
+    // Before transmit, so a plane found down this round gets no more packets.
+    if (links_suspect_) query_suspect_links(t);
+    if (t >= next_link_read_) {
+      read_links(t);
+      next_link_read_ = t + kLinkReadPeriod;
+    }
+    work += transmit(t);
+    export_completions();
   }
-  if (impair_.held() != 0) {
-    impair_.release(t, [&](std::span<const std::uint8_t> b, const engine::RxMeta& m) { deliver(b, m, t); });
-  }
-  t = now();
-  if (t >= ep_->next_deadline()) ep_->on_timer(t);
-  // Before transmit, so a plane found down this round gets no more packets.
-  if (links_suspect_) query_suspect_links(t);
-  if (t >= next_link_read_) {
-    read_links(t);
-    next_link_read_ = t + kLinkReadPeriod;
-  }
-  work += transmit(t);
-  if (threaded) export_completions();
   if (work != 0 || timeout == 0) return work;
 
   Duration wait = timeout;
   const Time dl = std::min(ep_->next_deadline(), impair_.next_release());
   if (dl != kNever) wait = dl <= t ? 0 : std::min<Duration>(wait, dl - t);
-  if (!threaded) direct.unlock();
-  if (threaded) {
-    sleeping_.store(true, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (cmds_.ready() || have_pending_cmd_ || exec_pending_.load() || stop_.load()) wait = 0;
-  }
+  // Whoever queues a command or wants the engine after this point writes the eventfd (wake()).
+  sleeping_.store(true, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (cmds_.ready() || have_pending_cmd_ || exec_waiting_.load() != 0 || stop_.load()) wait = 0;
+  hold.unlock();  // control calls run while we sleep
   if (wait > 0) {
     timespec ts{static_cast<time_t>(wait / 1'000'000'000ull), static_cast<long>(wait % 1'000'000'000ull)};
     epoll_event evs[8];
     const int n = ::epoll_pwait2(epfd_, evs, 8, &ts, nullptr);
-    if (!threaded) direct.lock();  // a link change reaches the engine
     for (int i = 0; i < n; ++i) {
       if (evs[i].data.u32 == kEventFdTag) {
         std::uint64_t v = 0;
         (void)!::read(evfd_, &v, sizeof v);
       } else if (evs[i].data.u32 == kNetlinkTag) {
+        yield_to_control();
+        std::lock_guard<std::mutex> lk(engine_mu_);  // a link change reaches the engine
+        Holder h(this);
         read_links(now());
       }
     }
   }
-  if (threaded) sleeping_.store(false, std::memory_order_relaxed);
+  sleeping_.store(false, std::memory_order_relaxed);
   return 0;
 }
 
 std::size_t UdpEndpoint::progress(Duration timeout) {
   if (threaded_.load(std::memory_order_relaxed)) return 0;
-  return run_once(timeout, false);
+  return run_once(timeout);
 }
 
 void UdpEndpoint::complete_cmd(const Cmd& c, engine::WcStatus status) {
@@ -149,11 +159,6 @@ void UdpEndpoint::wake() {
 }
 
 int UdpEndpoint::post(const Cmd& c) {
-  if (!threaded_.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lk(direct_mu_);
-    if (!threaded_.load(std::memory_order_relaxed))
-      return apply_cmd(c, now());  // start() flips it under the lock
-  }
   if (!cmds_.push(c)) return EAGAIN;
   wake();
   return 0;
@@ -176,52 +181,38 @@ int UdpEndpoint::post_recv(std::uint32_t qpn, std::uint64_t wr_id) {
 }
 
 bool UdpEndpoint::poll_completion(engine::Completion& out) {
-  if (completions_.pop(out)) return true;
-  if (threaded_.load(std::memory_order_relaxed)) return false;
-  std::lock_guard<std::mutex> lk(direct_mu_);
-  return !threaded_.load(std::memory_order_relaxed) && ep_->poll_completion(out);
+  return completions_.pop(out);
 }
 
 bool UdpEndpoint::poll_event(engine::Event& out) {
-  if (events_.pop(out)) return true;
-  if (threaded_.load(std::memory_order_relaxed)) return false;
-  std::lock_guard<std::mutex> lk(direct_mu_);
-  return !threaded_.load(std::memory_order_relaxed) && ep_->poll_event(out);
+  return events_.pop(out);
 }
 
 void UdpEndpoint::execute(const std::function<void(engine::Endpoint&)>& fn) {
-  {
-    // Checked under the lock: start() flips the mode under it too.
-    std::lock_guard<std::mutex> lk(direct_mu_);
-    if (!threaded_.load()) {
-      fn(*ep_);
-      return;
-    }
-  }
-  std::unique_lock<std::mutex> lk(exec_mu_);
-  exec_cv_.wait(lk, [&] { return exec_fn_ == nullptr; });
-  exec_fn_ = &fn;
-  exec_done_ = false;
-  exec_pending_.store(true, std::memory_order_release);
-  if (!threaded_.load()) {
-    // stop() finished between our check and the post: nobody serves the request but us.
-    std::lock_guard<std::mutex> d(direct_mu_);
+  if (t_holder == this) {  // called back from inside a round or an execute()
     fn(*ep_);
-    exec_done_ = true;
-    exec_pending_.store(false, std::memory_order_release);
+    return;
   }
-  const std::uint64_t one = 1;
-  (void)!::write(evfd_, &one, sizeof one);
-  exec_cv_.wait(lk, [&] { return exec_done_; });
-  exec_fn_ = nullptr;
+  exec_waiting_.fetch_add(1, std::memory_order_acq_rel);  // the next round waits for us
+  {
+    std::lock_guard<std::mutex> lk(engine_mu_);
+    Holder h(this);
+    const Time t = now();
+    drain_commands(t);  // work requests posted before this call take effect before it
+    fn(*ep_);
+    export_completions();
+  }
+  {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    exec_waiting_.fetch_sub(1, std::memory_order_acq_rel);
+  }
   exec_cv_.notify_all();
+  wake();  // fn may have made work or an earlier deadline for a sleeping round
 }
 
 bool UdpEndpoint::start() {
-  std::lock_guard<std::mutex> lk(direct_mu_);
-  if (threaded_.load()) return false;
+  if (threaded_.exchange(true)) return false;
   stop_.store(false);
-  threaded_.store(true);
   thread_ = std::thread([this] { thread_main(); });
   return true;
 }
@@ -232,25 +223,12 @@ void UdpEndpoint::stop() {
   const std::uint64_t one = 1;
   (void)!::write(evfd_, &one, sizeof one);
   thread_.join();
-  {
-    std::lock_guard<std::mutex> d(direct_mu_);
-    threaded_.store(false);
-  }
-  // A request posted to the thread after its last round is served here.
-  std::lock_guard<std::mutex> lk(exec_mu_);
-  if (exec_fn_ != nullptr && !exec_done_) {
-    std::lock_guard<std::mutex> d(direct_mu_);
-    (*exec_fn_)(*ep_);
-    exec_done_ = true;
-    exec_pending_.store(false, std::memory_order_release);
-    exec_cv_.notify_all();
-  }
+  threaded_.store(false);
 }
 
 void UdpEndpoint::thread_main() {
-  while (!stop_.load(std::memory_order_relaxed)) run_once(kThreadIdleWait, true);
-  drain_commands(now());
-  export_completions();
+  while (!stop_.load(std::memory_order_relaxed)) run_once(kThreadIdleWait);
+  run_once(0);  // what was posted before stop() takes effect
 }
 
 }  // namespace mrc::io
