@@ -16,7 +16,8 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
       cc_(cfg.cc),
       rng_(cfg.seed ^ (0x9E3779B97F4A7C15ULL * qpn)),
       rtt_(cfg.cc.algorithm == cc::Algorithm::kNscc ? cfg.cc.nscc.base_rtt_ns
-                                                    : ep.config().tun.base_rtt_hint) {
+                                                    : ep.config().tun.base_rtt_hint),
+      rx_(ep, qpn, cfg_, ctr_) {
   EvManager::Params p;
   p.min_active = cfg.ev_min_active;
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
@@ -25,7 +26,6 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   std::vector<Ev>().swap(cfg_.evs);  // the EV manager holds them now (a 128-EV copy is 1 KB per QP)
   update_timing();
   update_pto();
-  rq_.reserve(cfg_.rq_depth);  // receive WRs may be posted from INIT on
   plane_delivered_sent_.assign(ep.config().num_ports, 0);
   plane_losses_.assign(ep.config().num_ports, 0);
 }
@@ -44,7 +44,7 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
     return EINVAL;
   remote_ = r;
   update_window();
-  rcvd_.init(cfg_.mpr_dest * kMprUnit, r.rq_psn);
+  rx_.start(r.rq_psn);
   state_ = QpState::kRtr;
   return 0;
 }
@@ -79,6 +79,7 @@ int Qp::reconfigure(const QpConfig& cfg) {
     cfg_.max_wimm_dest = cfg.max_wimm_dest;
     cfg_.trim_nack_dest_supported = cfg.trim_nack_dest_supported;
     cfg_.pkey = cfg.pkey;
+    rx_.refresh();
   }
   cfg_.mpr = cfg.mpr;
   update_window();
@@ -86,12 +87,6 @@ int Qp::reconfigure(const QpConfig& cfg) {
   cfg_.timeout = cfg.timeout;
   cfg_.retry_linear = cfg.retry_linear;
   cfg_.retry_exp = cfg.retry_exp;
-  return 0;
-}
-
-int Qp::set_advertised_mpr(std::uint8_t units) {
-  if (units == 0 || units > cfg_.mpr_dest) return EINVAL;
-  mpr_adv_ = units;
   return 0;
 }
 
@@ -195,8 +190,7 @@ bool Qp::wants_tx() const {
 std::size_t Qp::memory_bytes() const {
   return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) + sq_.memory_bytes() +
          sent_.memory_bytes() + probes_.capacity() * sizeof(Probe) + plane_delivered_sent_.capacity() * 8 +
-         rcvd_.memory_bytes() + plane_losses_.capacity() * 4 + ctrl_.memory_bytes() +
-         wimm_.capacity() * sizeof(WimmSlot) + rq_.memory_bytes() + dup_queue_.memory_bytes() +
+         rx_.heap_bytes() + plane_losses_.capacity() * 4 + ctrl_.memory_bytes() + dup_queue_.memory_bytes() +
          dup_sent_.capacity() * 4;
 }
 

@@ -1,6 +1,7 @@
 // One MRC queue pair: requester (segmentation, PSN window, SACK/NACK processing, RACK-style loss
-// detection, selective retransmission, RTO) and responder (direct placement, bitmap, SACK/NACK
-// generation, WRITE_IMM ordering). Owned and driven by an Endpoint.
+// detection, selective retransmission, RTO) and, in rx_, the Responder (checks, direct placement,
+// PSN record, WRITE_IMM order, what to acknowledge), whose replies the QP queues and sends on its
+// EVs. Owned and driven by an Endpoint.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -11,7 +12,7 @@
 #include "engine/endpoint.hpp"
 #include "engine/ev_manager.hpp"
 #include "engine/path_blame.hpp"
-#include "engine/psn_bitmap.hpp"
+#include "engine/responder.hpp"
 #include "engine/ring.hpp"
 #include "engine/rtt.hpp"
 #include "engine/sent_packets.hpp"
@@ -22,6 +23,8 @@ namespace mrc::engine {
 class Qp {
  public:
   Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg);
+  Qp(const Qp&) = delete;  // rx_ refers to this QP's cfg_ and ctr_
+  Qp& operator=(const Qp&) = delete;
 
   std::uint32_t qpn() const { return qpn_; }
   QpState state() const { return state_; }
@@ -36,7 +39,7 @@ class Qp {
   /// Requester window in PSNs: min(mpr, the peer's mpr_dest, its advertised MPR) x 128.
   std::uint32_t window_psns() const { return window_psns_; }
   /// Responder window in PSNs: what we advertise (dynamic MPR) or mpr_dest.
-  std::uint32_t window_dest() const { return (mpr_adv_ ? mpr_adv_ : cfg_.mpr_dest) * kMprUnit; }
+  std::uint32_t window_dest() const { return rx_.window(); }
   std::uint32_t outstanding_psns() const { return static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)); }
   Duration base_rtt() const { return rtt_.base(); }
   /// Bytes this QP holds: the object and every buffer it allocated (capacity, not use).
@@ -68,7 +71,7 @@ class Qp {
   std::uint32_t peer_port_mask() const { return peer_ports_; }
   void set_peer_ports(std::uint32_t mask, Time now);
   /// Dynamic MPR: the window (128-PSN units, <= mpr_dest) this responder advertises in SACKs.
-  int set_advertised_mpr(std::uint8_t units);
+  int set_advertised_mpr(std::uint8_t units) { return rx_.set_advertised_mpr(units); }
 
  private:
   // ---- requester ----
@@ -146,7 +149,7 @@ class Qp {
   [[gnu::always_inline]] inline bool poll_ctrl(TxPacket& out, std::uint32_t ports, Time now);
   [[gnu::always_inline]] inline bool poll_requester(TxPacket& out, std::uint32_t ports, Time now);
 
-  // ---- responder ----
+  // ---- replies: the control packets the Responder and probes ask for ----
   struct CtrlTx {  ///< queued SACK / NACK / AETH-NAK to emit
     wire::Opcode op = wire::Opcode::kSack;
     std::uint32_t psn = 0;      ///< triggering PSN
@@ -162,18 +165,11 @@ class Qp {
     std::uint16_t tx_timestamp = 0;
     Time arrived = 0;
   };
-  struct WimmSlot {
-    bool valid = false;
-    std::uint32_t last_psn = 0;
-    std::uint32_t byte_len = 0;
-    std::uint32_t imm = 0;
-  };
   void rx_data(const wire::Packet& p, const RxMeta& meta, Time now);
   void rx_probe(const wire::Packet& p, const RxMeta& meta, Time now);
   void queue_ctrl(const CtrlTx& c);
   void queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id,
                   bool dup = false);
-  void deliver_wimms();
   bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);
   bool finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc);
 
@@ -240,29 +236,15 @@ class Qp {
   std::uint32_t dup_sent_next_ = 0;
   static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes CC charges per packet beyond payload
 
-  // responder
-  PsnBitmap rcvd_;  ///< PSNs received: the expected PSN and the window's bitmap
-  std::uint64_t rcv_bytes_ = 0;
-  std::uint32_t unacked_bytes_ = 0;
+  // replies
   Ring<CtrlTx> ctrl_;  ///< 16 entries at the first control packet, grown up to kCtrlMax
   static constexpr std::uint32_t kCtrlMax = 4096;
   static constexpr std::uint32_t kCtrlRun = 16;  ///< control packets in a row before the requester's turn
   std::uint32_t ctrl_run_ = 0;
-  std::vector<WimmSlot>
-      wimm_;  ///< ring (max_wimm_dest, at the first WRITE_IMM); wimm_head_ holds RQMSN rq_next_deliver_
-  std::uint32_t wimm_head_ = 0;
-  std::uint32_t rx_planes_ = 0;  ///< planes data arrived on since the last SACK
-  std::uint8_t ack_plane_ = 0;   ///< plane of the last SACK (rotation)
-  std::uint16_t rq_next_deliver_ = 0;
-  Ring<std::uint64_t> rq_;           ///< posted receive WR ids
-  std::uint8_t mpr_adv_ = 0;         ///< dynamic MPR we advertise (0 = static mpr_dest)
-  bool ack_req_pending_ = false;     ///< an A-bit packet arrived above a hole ...
-  std::uint32_t ack_req_psn_ = 0;    ///< ... this one: SACK when the expected PSN passes it
-  bool sack_more_ = false;           ///< the SACK just built could not report every new arrival
-  bool acked_req_valid_ = false;     ///< a SACK answered a message's last packet ...
-  std::uint32_t acked_req_psn_ = 0;  ///< ... at this PSN, the highest: later arrivals below it are late
-  bool unrep_valid_ = false;         ///< received PSNs not yet covered by any SACK bitmap
-  std::uint32_t unrep_lo_ = 0, unrep_hi_ = 0;
+  std::uint8_t ack_plane_ = 0;  ///< plane of the last SACK (rotation)
+  bool sack_more_ = false;      ///< the SACK just built could not report every new arrival
+
+  Responder rx_;  ///< the receive side (after cfg_ and ctr_, which it reads)
 };
 
 }  // namespace mrc::engine

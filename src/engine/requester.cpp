@@ -377,16 +377,7 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
   sq_seg_ = sq_.tail_slot();
   sq_unsent_ = 0;
   wimm_outstanding_ = 0;
-  while (!rq_.empty()) {
-    Completion c;
-    c.wr_id = rq_.front();
-    c.qpn = qpn_;
-    c.is_recv = true;
-    c.opcode = WcOpcode::kRecvRdmaWithImm;
-    c.status = WcStatus::kFlushed;
-    ep_.push_completion(c);
-    rq_.pop_front();
-  }
+  rx_.flush_recvs();
   sent_.clear_in_flight();
   rtx_pending_ = 0;
   ctrl_.clear();
