@@ -58,6 +58,9 @@ struct mrc_device {
   std::mutex mu;  ///< control path of this device and its context
   mrc_context* ctx = nullptr;
   bool ctx_by_verbs = false;  ///< ctx was made by ibv_create_cq / ibv_create_qp (verbs_qp.cpp)
+  /// Opened by a tool that is its own controller (DeviceTuning::owner_controls): the in-process
+  /// controller handle may modify profiles whatever the process's privileges.
+  bool owner_controls = false;
   std::uint32_t pds = 0;
   std::uint32_t comp_channels = 0;  ///< ibv_create_comp_channel
   struct KnownPeer {                ///< mrc_add_peer / MRC_PEERS
