@@ -273,8 +273,9 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
     // one still works; the controller then only reaches it from inside the process.
     dev->ctl = mrc::api::serve_ctl(*dev->ue, dev->profiles, dev_name, err, false, port_hooks());
     if (!dev->ctl && !err.empty()) {
-      const std::string who = tuning != nullptr && !tuning->warn_prefix.empty() ? tuning->warn_prefix
-                                                                                : std::string("libmrc: ") + dev_name;
+      const std::string who = tuning != nullptr && !tuning->warn_prefix.empty()
+                                  ? tuning->warn_prefix
+                                  : std::string("libmrc: ") + dev_name;
       std::fprintf(stderr, "%s: no control socket: %s\n", who.c_str(), err.c_str());
     }
   }

@@ -15,11 +15,11 @@ namespace mrc::api {
 inline constexpr std::uint8_t kVendorCfgMagic = 0xA1;  ///< high nibble 0xA: ours; low nibble: version 1
 
 enum VendorCfgFlags : std::uint8_t {
-  kVcAuth = 1 << 0,         ///< MAC-authenticated packets with tx_key / rx_key (applied at RTR)
-  kVcWireExtSet = 1 << 1,   ///< the connection's wire-extension agreement is given (applied at RTR)
-  kVcWireExtOn = 1 << 2,    ///< ... and it is "on" (D45)
-  kVcActiveEvs = 1 << 3,    ///< the first active_evs EVs of the EV profile are active, the rest backups (INIT)
-  kVcCcLineRate = 1 << 4,   ///< NSCC's line rate (BDP, window cap) in bits/s (INIT)
+  kVcAuth = 1 << 0,        ///< MAC-authenticated packets with tx_key / rx_key (applied at RTR)
+  kVcWireExtSet = 1 << 1,  ///< the connection's wire-extension agreement is given (applied at RTR)
+  kVcWireExtOn = 1 << 2,   ///< ... and it is "on" (D45)
+  kVcActiveEvs = 1 << 3,   ///< the first active_evs EVs of the EV profile are active, the rest backups (INIT)
+  kVcCcLineRate = 1 << 4,  ///< NSCC's line rate (BDP, window cap) in bits/s (INIT)
   kVcKnownFlags = 0x1F,
 };
 

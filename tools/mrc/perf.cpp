@@ -351,7 +351,8 @@ bool add_auth_key(io::ConnInfo& c, std::string& err) {
 /// "what: strerror(errno) (the controller's reason)".
 std::string ctl_error(const char* what, mrc_context* ctx) {
   std::string e = std::string(what) + ": " + std::strerror(errno);
-  if (const char* why = mrc_ctl_last_error(ctx); why != nullptr && *why != '\0') e += std::string(" (") + why + ")";
+  if (const char* why = mrc_ctl_last_error(ctx); why != nullptr && *why != '\0')
+    e += std::string(" (") + why + ")";
   return e;
 }
 
@@ -373,14 +374,16 @@ bool program_profiles(Session& s, const PerfOptions& o, const Params& prm, std::
   f.ev_fmt_op.fmt_fields = widths;
   f.ev_fmt_op.fmt_field_count = 2;
   if (mrc_ctl_modify_ev_fmt_profile(
-          ctx, kProfileId, &f, MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP) != 0)
+          ctx, kProfileId, &f,
+          MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP) != 0)
     return err = ctl_error("EV format profile", ctx), false;
   f = mrc_ctl_ev_fmt_profile_attr{};
   f.profile_state = MRC_CTL_PROFILE_ONLINE;
   if (mrc_ctl_modify_ev_fmt_profile(ctx, kProfileId, &f, MRC_CTL_EV_FMT_PROFILE_STATE) != 0)
     return err = ctl_error("EV format profile", ctx), false;
 
-  const std::vector<engine::Ev> evs = engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane);
+  const std::vector<engine::Ev> evs =
+      engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane);
   mrc_ctl_ev_field fields[2] = {{16, 0, 0, 0xFFFF, 0xFFFF}, {16, 0, 0, 0xFFFF, 0xFFFF}};
   mrc_ctl_ev_profile_attr e{};
   e.profile_state = MRC_CTL_PROFILE_OFFLINE;
@@ -393,9 +396,10 @@ bool program_profiles(Session& s, const PerfOptions& o, const Params& prm, std::
   e.ev_fields_op.fields = fields;
   e.ev_fields_op.field_count = 2;
   if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e,
-                                MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE | MRC_CTL_EV_PROFILE_FMT_ID |
-                                    MRC_CTL_EV_PROFILE_COUNT | MRC_CTL_EV_PROFILE_MIN_ACTIVE |
-                                    MRC_CTL_EV_PROFILE_EVENT_MASK | MRC_CTL_EV_PROFILE_EV_FIELDS_OP) != 0)
+                                MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE |
+                                    MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
+                                    MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
+                                    MRC_CTL_EV_PROFILE_EV_FIELDS_OP) != 0)
     return err = ctl_error("EV profile", ctx), false;
   std::vector<mrc_ctl_ev_op_entry> ops(evs.size());
   for (std::size_t i = 0; i < evs.size(); ++i) {
@@ -430,7 +434,8 @@ bool program_profiles(Session& s, const PerfOptions& o, const Params& prm, std::
     c.cc_config = &nscc;
     mask |= MRC_CTL_CC_PROFILE_CONFIG;
   }
-  if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, mask) != 0) return err = ctl_error("CC profile", ctx), false;
+  if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, mask) != 0)
+    return err = ctl_error("CC profile", ctx), false;
   c = mrc_ctl_cc_profile_attr{};
   c.profile_state = MRC_CTL_PROFILE_ONLINE;
   if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, MRC_CTL_CC_PROFILE_STATE) != 0)
@@ -441,8 +446,8 @@ bool program_profiles(Session& s, const PerfOptions& o, const Params& prm, std::
 /// The settings of a QP that OCP's attributes do not carry (src/api/vendor_cfg.hpp, docs/api.md):
 /// the active / backup split of the EV profile, NSCC's line rate and, once both sides announced
 /// themselves, the authentication keys and the wire-extension agreement.
-void make_vendor_cfg(const PerfOptions& o, const Params& prm, const engine::QpAuth* auth, const bool* wire_ext,
-                     std::uint8_t (&out)[MRC_MAX_VENDOR_CFG_SIZE]) {
+void make_vendor_cfg(const PerfOptions& o, const Params& prm, const engine::QpAuth* auth,
+                     const bool* wire_ext, std::uint8_t (&out)[MRC_MAX_VENDOR_CFG_SIZE]) {
   api::VendorCfg vc;
   vc.flags = api::kVcActiveEvs;
   vc.active_evs = prm.planes * prm.evs_per_plane;
@@ -1064,7 +1069,8 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
             c.byte_len > 0) {
           // the pong returns the ping's bytes from where the ping wrote them
           const std::uint64_t off = ((imm & 0xFFFFFF) % (s.region / c.byte_len)) * c.byte_len;
-          if (const int rc = s.post_write(q, 1ull << 40, off, c.byte_len, true, kPongBit | (imm & 0xFFFFFF)); rc != 0)
+          if (const int rc = s.post_write(q, 1ull << 40, off, c.byte_len, true, kPongBit | (imm & 0xFFFFFF));
+              rc != 0)
             return refuse(std::string("pong refused: ") + std::strerror(rc));
           ++pongs;
         }
@@ -1614,14 +1620,15 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
   if (!ch->recv_values(vals, kOobTimeout, err)) return fail(from_server(err));
   if (vals.size() != 2 || vals[0] != 1 || vals[1] == 0 || vals[1] > 65535)
     return fail("bad ready message from the server");
-  if (!connect_qps(s, o, prm, mine, theirs, remote, static_cast<std::uint16_t>(vals[1]), err)) return fail(err);
+  if (!connect_qps(s, o, prm, mine, theirs, remote, static_cast<std::uint16_t>(vals[1]), err))
+    return fail(err);
 
   if (!o.json) {
-    std::printf(
-        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s, wire ext %s%s\n", o.qps,
-        local.size(), o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
-        o.gso ? std::to_string(o.gso).c_str() : "off", io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off",
-        s.cfg.impair.enabled() ? (", impair " + io::to_string(s.cfg.impair)).c_str() : "");
+    std::printf("mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s, wire ext %s%s\n",
+                o.qps, local.size(), o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
+                o.gso ? std::to_string(o.gso).c_str() : "off",
+                io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off",
+                s.cfg.impair.enabled() ? (", impair " + io::to_string(s.cfg.impair)).c_str() : "");
     std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
                 "MsgRate[Mpps]", "DataPkt/s", "Time[s]", "CPU[s]", "rtx");
   }
