@@ -179,7 +179,10 @@ void route_from(mrc_context& ctx, Source& src) {
 }  // namespace
 
 void route(mrc_context& ctx) {
-  route_from(ctx, *ctx.device->ue);
+  // Application-driven progress: the endpoint runs no thread, so execute() runs this at once under
+  // the endpoint's lock, taken once for all completions and events rather than once for each (as
+  // the export hook drains the engine on the progress thread).
+  ctx.device->ue->execute([&ctx](engine::Endpoint& ep) { route_from(ctx, ep); });
 }
 
 void route_engine(mrc_context& ctx, engine::Endpoint& ep) {
