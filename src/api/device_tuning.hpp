@@ -34,7 +34,7 @@ ibv_context* open_tuned_device(const mrc_device_config& config, const DeviceTuni
 
 /// Runs `fn` on the endpoint of one of our devices (false if `c` is not one) inside
 /// UdpEndpoint::execute(), so it reads counters and metrics without racing the progress thread.
-/// Statistics only: a tool must not drive QPs through it.
+/// For statistics (and a pcap writer set before traffic): a tool must not drive QPs through it.
 bool with_endpoint(ibv_context* c, const std::function<void(io::UdpEndpoint&)>& fn);
 
 }  // namespace mrc::api
