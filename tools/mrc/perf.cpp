@@ -1079,9 +1079,7 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     }
     if ((spin & 1023) != 0) continue;
     const Time now = io::UdpEndpoint::now();
-    if (g_stop != 0) {
-      return refuse(stop_text());
-    }
+    if (g_stop != 0) return refuse(stop_text());
     // Another client while this one runs: told to come back later, not queued in silence.
     lobby.turn_away(who);
     if (const std::uint64_t rx = rx_datagrams(s); rx != rx_seen) {
@@ -1092,9 +1090,8 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     const io::OobFrameReader::Status st = rd.read_from(ch.fd(), err);
     if (rd.received() != had) last_activity = now;
     if (st == io::OobFrameReader::Status::kMore) {
-      if (now - last_activity > kSessionIdle) {
+      if (now - last_activity > kSessionIdle)
         return refuse("nothing from the client for 60 s (no datagram, no control message)");
-      }
       continue;
     }
     if (st == io::OobFrameReader::Status::kError) {
@@ -1105,16 +1102,13 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
                     : reset                                  ? "the client went away (connection reset)"
                                                              : err);
     }
-    if (!rd.is(io::OobType::kValues, err) || !io::decode_values_body(rd.body(), vals, err)) {
+    if (!rd.is(io::OobType::kValues, err) || !io::decode_values_body(rd.body(), vals, err))
       return refuse(err);
-    }
     rd.reset();
     const bool verify =
         vals.size() == 2 + prm.qps && vals[0] == kVerify &&
         std::all_of(vals.begin() + 2, vals.end(), [&](std::uint64_t b) { return b <= s.region; });
-    if (!verify && !(vals.size() == 1 && vals[0] == kDone)) {
-      return refuse("unexpected control message");
-    }
+    if (!verify && !(vals.size() == 1 && vals[0] == kDone)) return refuse("unexpected control message");
     std::vector<std::uint64_t> reply;
     if (verify) {  // {kVerify, window, bytes written per QP}: mismatching bytes per QP
       const double cpu_before = cpu_seconds();
@@ -1125,9 +1119,7 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     } else {
       reply.push_back(static_cast<std::uint64_t>((cpu_seconds() - cpu0) * 1e6));
     }
-    if (!ch.send_values(reply, err)) {
-      return refuse(err);
-    }
+    if (!ch.send_values(reply, err)) return refuse(err);
     if (!verify) break;
   }
   if (o.json) {
