@@ -47,7 +47,7 @@ mrc_ctl_context* mrc::api::ctl_handle(mrc_context* ctx) {
   std::lock_guard<std::mutex> lk(d->mu);
   if (ctx->ctl == nullptr) {
     CtlService* svc = d->ctl ? &d->ctl->service() : d->own_service.get();
-    ctx->ctl = ctl_open_embedded(*svc, process_privileged());
+    ctx->ctl = ctl_open_embedded(*svc, d->owner_controls || process_privileged());
   }
   return ctx->ctl;
 }

@@ -133,12 +133,4 @@ std::unique_ptr<CtlServer> serve_ctl(io::UdpEndpoint& udp, ProfileStore& store, 
   return start_ctl_server(udp, store, path, err, poll_events, std::move(hooks));
 }
 
-std::unique_ptr<EndpointCtl> serve_endpoint_ctl(io::UdpEndpoint& udp, const std::string& device,
-                                                std::string& err) {
-  auto c = std::make_unique<EndpointCtl>();
-  c->server = serve_ctl(udp, c->store, device, err, true);
-  if (!c->server) return nullptr;
-  return c;
-}
-
 }  // namespace mrc::api

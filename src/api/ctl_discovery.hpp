@@ -1,8 +1,8 @@
 // Where endpoint processes serve the controller API, so `mrc ctl list` can find them
 // (docs/decisions.md D46).
 //
-// Every endpoint process (each libmrc device, `mrc perf`) serves its control socket in one runtime
-// directory, one socket per process and device, named `<pid>.<device>.sock`:
+// Every endpoint process (each libmrc device, `mrc perf`'s among them) serves its control socket in one
+// runtime directory, one socket per process and device, named `<pid>.<device>.sock`:
 //   $MRC_CTL_DIR when set and not empty ("none": serve nothing), else $XDG_RUNTIME_DIR/mrc when
 //   XDG_RUNTIME_DIR is set, else /tmp/mrc-<uid>.
 // The directory is created mode 0700 (0750 with $MRC_CTL_GROUP, whose members may then reach the
@@ -46,17 +46,5 @@ std::vector<CtlListing> list_ctl_sockets(const std::string& dir, bool keep_stale
 /// empty when serving is turned off, with `err` set when it failed (the endpoint still works).
 std::unique_ptr<CtlServer> serve_ctl(io::UdpEndpoint& udp, ProfileStore& store, const std::string& device,
                                      std::string& err, bool poll_events, CtlHooks hooks = {});
-
-/// The controller side of an endpoint process that has no libmrc device (`mrc perf`): a profile
-/// store and its control socket. The server goes first (it uses the store).
-struct EndpointCtl {
-  ProfileStore store;
-  std::unique_ptr<CtlServer> server;
-};
-
-/// serve_ctl with a store of its own, draining the endpoint's events (poll_events): for a process
-/// that polls no events itself. nullptr when serving is off or failed (`err` says which).
-std::unique_ptr<EndpointCtl> serve_endpoint_ctl(io::UdpEndpoint& udp, const std::string& device,
-                                                std::string& err);
 
 }  // namespace mrc::api

@@ -13,6 +13,7 @@
 
 #include "api/ctl.hpp"
 #include "api/ctl_discovery.hpp"
+#include "api/device_tuning.hpp"
 #include "api/objects.hpp"
 #include "api/verbs.hpp"
 
@@ -201,12 +202,14 @@ void mrc_query_version(uint32_t* current, uint32_t* last_supported, uint32_t* ve
 
 }  // extern "C"
 
-mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* listed) {
+mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* listed,
+                                  const DeviceTuning* tuning, std::string* err_out) {
   if (config == nullptr || config->num_planes == 0 || config->num_planes > MRC_MAX_PLANES) {
     errno = EINVAL;
     return nullptr;
   }
-  mrc::io::UdpConfig uc;
+  mrc::io::UdpConfig uc = tuning != nullptr ? tuning->udp : mrc::io::UdpConfig{};
+  uc.planes.clear();
   for (std::uint32_t i = 0; i < config->num_planes; ++i) {
     mrc::io::IpAddr a;
     if (config->plane_addr[i] == nullptr || !mrc::io::IpAddr::parse(config->plane_addr[i], a) ||
@@ -221,7 +224,7 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
   // is any RoCE/MRC device: the wire extensions only when MRC_WIRE_EXT=1 says (on both sides) that the
   // peers are this implementation too (D45).
   const char* ext = std::getenv("MRC_WIRE_EXT");
-  uc.engine.wire_ext = ext != nullptr && std::string_view(ext) == "1";
+  if (tuning == nullptr) uc.engine.wire_ext = ext != nullptr && std::string_view(ext) == "1";
   uc.engine.seed = config->seed != 0 ? config->seed
                                      : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   auto dev = std::make_unique<mrc_device>();
@@ -231,8 +234,10 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
   dev->ue = mrc::io::UdpEndpoint::create(uc, err);
   if (!dev->ue) {
     if (errno == 0) errno = EINVAL;
+    if (err_out != nullptr) *err_out = err;
     return nullptr;
   }
+  dev->owner_controls = tuning != nullptr && tuning->owner_controls;
   const char* dev_name = listed != nullptr ? listed->name : config->name != nullptr ? config->name : "mrc_sw";
   const auto port_hooks = [d = dev.get()] {
     mrc::api::CtlHooks hooks;
@@ -254,8 +259,12 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
     // Otherwise at its discovery path (D46), unless MRC_CTL_DIR=none. A device that cannot serve
     // one still works; the controller then only reaches it from inside the process.
     dev->ctl = mrc::api::serve_ctl(*dev->ue, dev->profiles, dev_name, err, false, port_hooks());
-    if (!dev->ctl && !err.empty())
-      std::fprintf(stderr, "libmrc: %s: no control socket: %s\n", dev_name, err.c_str());
+    if (!dev->ctl && !err.empty()) {
+      const std::string who = tuning != nullptr && !tuning->warn_prefix.empty()
+                                  ? tuning->warn_prefix
+                                  : std::string("libmrc: ") + dev_name;
+      std::fprintf(stderr, "%s: no control socket: %s\n", who.c_str(), err.c_str());
+    }
   }
   if (dev->ctl) {
     dev->ctl_socket = dev->ctl->path();
@@ -279,6 +288,19 @@ mrc_device* mrc::api::open_device(const mrc_device_config* config, ibv_device* l
   mrc::api::init_verbs_context(dev->vctx, listed);
   dev->vctx.device = dev.get();
   return dev.release();
+}
+
+ibv_context* mrc::api::open_tuned_device(const mrc_device_config& config, const DeviceTuning* tuning,
+                                         std::string* err) {
+  mrc_device* d = mrc::api::open_device(&config, nullptr, tuning, err);
+  return d != nullptr ? &d->vctx.ibv : nullptr;
+}
+
+bool mrc::api::with_endpoint(ibv_context* c, const std::function<void(io::UdpEndpoint&)>& fn) {
+  mrc_device* d = device_of(c);
+  if (d == nullptr) return false;
+  d->ue->execute([&](engine::Endpoint&) { fn(*d->ue); });
+  return true;
 }
 
 extern "C" {

@@ -57,6 +57,9 @@ struct mrc_device {
   std::mutex mu;  ///< control path of this device and its context
   mrc_context* ctx = nullptr;
   bool ctx_by_verbs = false;  ///< ctx was made by ibv_create_cq / ibv_create_qp (verbs_qp.cpp)
+  /// Opened by a tool that is its own controller (DeviceTuning::owner_controls): the in-process
+  /// controller handle may modify profiles whatever the process's privileges.
+  bool owner_controls = false;
   std::uint32_t pds = 0;
   std::uint32_t comp_channels = 0;  ///< ibv_create_comp_channel
   struct KnownPeer {                ///< mrc_add_peer / MRC_PEERS
@@ -140,7 +143,7 @@ struct mrc_qp {
   mrc::engine::QpConfig cfg;                       ///< what the engine QP is built from
   bool profiles_held = false;
   std::atomic<std::uint32_t> async_unacked{0};
-  std::atomic<std::uint32_t> dest_qpn{0};  ///< set at RTR; read by route() for mrc_wc.src_qp
+  std::atomic<std::uint32_t> dest_qpn{0};  ///< set at RTR; read by route_engine() for mrc_wc.src_qp
   std::atomic<bool> fatal{false};          ///< the engine moved it to ERROR
   /// The application moved it to ERR: the engine's QP-error event that follows is no async event
   /// (verbs raises none for a requested transition).

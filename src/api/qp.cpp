@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "api/objects.hpp"
+#include "api/vendor_cfg.hpp"
 
 using mrc::api::fail;
 
@@ -120,6 +121,10 @@ int apply_values(mrc_qp& qp, const ibv_qp_attr* v, std::uint32_t vmask, const mr
   if ((mmask & MRC_QP_TIMEOUT) && m->timeout > 24) return EINVAL;
   if ((mmask & MRC_QP_RETRY_CNT) && (m->retry.linear_cnt > 7 || m->retry.exp_cnt > 25)) return EINVAL;
   if ((mmask & MRC_QP_CAP) && (m->cap & ~kQpCaps) != 0) return EINVAL;
+  if (mmask & kVendorCfg) {
+    mrc::api::VendorCfg vc;
+    if (mrc::api::decode_vendor_cfg(m->vendor_cfg, vc) == mrc::api::VendorCfgParse::kInvalid) return EINVAL;
+  }
 
   if (vmask & IBV_QP_PKEY_INDEX) qp.ib.pkey_index = v->pkey_index;
   if (vmask & IBV_QP_ACCESS_FLAGS) qp.ib.qp_access_flags = v->qp_access_flags;
@@ -169,6 +174,18 @@ int to_init(mrc_qp& qp, const mrc_qp_attr* mattr, std::uint32_t mmask) {
   qp.cfg.active_count = prof.active_count;
   qp.cfg.ev_min_active = prof.ev_min_active;
   qp.cfg.cc = prof.cc;
+  // This implementation's vendor settings (vendor_cfg.hpp): what OCP's profiles cannot say.
+  mrc::api::VendorCfg vc;
+  if (mrc::api::decode_vendor_cfg(qp.mrc.vendor_cfg, vc) == mrc::api::VendorCfgParse::kOk) {
+    if (vc.flags & mrc::api::kVcActiveEvs) {
+      if (vc.active_evs > qp.cfg.evs.size()) {
+        dev.profiles.release(m.profile.ev_profile_id, m.profile.cc_profile_id);
+        return EINVAL;
+      }
+      qp.cfg.active_count = vc.active_evs;
+    }
+    if (vc.flags & mrc::api::kVcCcLineRate) qp.cfg.cc.nscc.linkspeed_bps = vc.line_rate_bps;
+  }
   int erc = 0;
   dev.ue->execute([&](eng::Endpoint& ep) {
     erc = ep.reconfigure_qp(qp.qpn, qp.cfg);
@@ -247,6 +264,17 @@ int modify(mrc_qp& qp, const ibv_qp_attr* v, std::uint32_t vmask, const mrc_qp_a
     remote.peer_mpr_dest = 0xFF;
     remote.peer_max_wimm_dest = 0xFFFF;
     remote.wire_ext = dev.ue->config().engine.wire_ext;  // MRC_WIRE_EXT (D45)
+    // A connection set up out of band by this implementation on both sides (vendor_cfg.hpp):
+    // authentication keys and the wire-extension agreement of the two sides' announcements.
+    mrc::api::VendorCfg vc;
+    if (mrc::api::decode_vendor_cfg(qp.mrc.vendor_cfg, vc) == mrc::api::VendorCfgParse::kOk) {
+      if (vc.flags & mrc::api::kVcAuth) {
+        remote.auth.on = true;
+        remote.auth.tx = vc.tx_key;
+        remote.auth.rx = vc.rx_key;
+      }
+      if (vc.flags & mrc::api::kVcWireExtSet) remote.wire_ext = (vc.flags & mrc::api::kVcWireExtOn) != 0;
+    }
     dev.ue->execute([&](eng::Endpoint& ep) {
       rc = ep.reconfigure_qp(qp.qpn, qp.cfg);
       if (rc == 0) rc = ep.modify_to_rtr(qp.qpn, remote, now);

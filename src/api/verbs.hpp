@@ -16,9 +16,12 @@ namespace mrc::api {
 
 struct VerbsContext;
 
+struct DeviceTuning;
 /// Opens a software device; `listed` is its entry of ibv_get_device_list (nullptr: the device
-/// makes its own ibv_device). nullptr + errno.
-mrc_device* open_device(const mrc_device_config* config, ibv_device* listed);
+/// makes its own ibv_device); `tuning`: the tools' settings (device_tuning.hpp). nullptr + errno
+/// (and the endpoint's message in *err when given).
+mrc_device* open_device(const mrc_device_config* config, ibv_device* listed,
+                        const DeviceTuning* tuning = nullptr, std::string* err = nullptr);
 /// Fills the ibv_context of a device: the verbs CQ/QP ops of verbs_qp.cpp, no extended verbs, no
 /// command fd, an async fd of -1.
 void init_verbs_context(VerbsContext& v, ibv_device* dev);

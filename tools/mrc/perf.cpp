@@ -13,6 +13,7 @@
 // compare the bytes written in that window with the same pattern; the next window uses a new
 // pattern, so a lost, misplaced or stale write always shows up as a mismatch. With the default
 // region (the whole transfer of a size, up to 1 GiB per QP) a count-mode run has no pause.
+#include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -30,13 +31,16 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "api/ctl_discovery.hpp"
+#include "api/device_tuning.hpp"
+#include "api/profile_store.hpp"
+#include "api/vendor_cfg.hpp"
 #include "cli_checks.hpp"
 #include "common/rng.hpp"
 #include "engine/ev_sets.hpp"
@@ -46,6 +50,8 @@
 #include "io/oob.hpp"
 #include "io/pcap.hpp"
 #include "io/udp_endpoint.hpp"
+#include "mrc/mrc.h"
+#include "mrc/mrc_ctl.h"
 #include "wire/packet.hpp"
 
 namespace mrc::tools {
@@ -57,6 +63,7 @@ constexpr std::uint64_t kDone = 0x444F4E4500000000ull;
 constexpr std::uint32_t kPingBit = 0x80000000u;
 constexpr std::uint32_t kPongBit = 0x40000000u;
 constexpr std::uint32_t kRecvsPerQp = 512;
+constexpr int kPollBatch = 64;  ///< completions taken per mrc_poll_cq call
 constexpr Duration kOobTimeout = 30'000'000'000ull;
 /// Server: a session with no OOB message and no UDP datagram for this long has lost its client.
 constexpr Duration kSessionIdle = 60'000'000'000ull;
@@ -147,37 +154,101 @@ std::vector<std::string> default_planes(int host) {
   return v;
 }
 
-/// Session state shared by both roles.
+/// The name of a completion status as the engine spells it (the messages perf has always printed).
+const char* status_text(ibv_wc_status st) {
+  switch (st) {
+    case IBV_WC_SUCCESS:
+      return "success";
+    case IBV_WC_RETRY_EXC_ERR:
+      return "retry_exceeded";
+    case IBV_WC_REM_ACCESS_ERR:
+      return "remote_access_error";
+    case IBV_WC_REM_INV_REQ_ERR:
+      return "remote_invalid_request";
+    case IBV_WC_REM_OP_ERR:
+      return "remote_op_error";
+    case IBV_WC_LOC_PROT_ERR:
+      return "local_protection_error";
+    case IBV_WC_WR_FLUSH_ERR:
+      return "flushed";
+    default:
+      return "error";
+  }
+}
+
+/// A CQ that failed (EOVERFLOW: it overran and lost completions).
+std::string cq_error(int e) {
+  return std::string("completion queue: ") + std::strerror(e);
+}
+
+/// Session state shared by both roles: one libmrc device (mrc.h) with its context, PD, MR, two
+/// CQs and the QPs. Completions come straight from libmrc's CQs (mrc_poll_cq).
 struct Session {
-  std::unique_ptr<io::UdpEndpoint> ep;
+  ibv_context* dev = nullptr;
+  mrc_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_mr* mr = nullptr;
+  mrc_cq* send_cq = nullptr;
+  mrc_cq* recv_cq = nullptr;
+  std::vector<mrc_qp*> qps;
+  bool app_progress = true;        ///< MRC_CONTEXT_APP_PROGRESS: perf calls mrc_progress
+  io::UdpConfig cfg;               ///< what the device's endpoint was opened with
   io::PcapWriter* pcap = nullptr;  ///< --pcap: opened once before any connection (g_pcap)
   std::vector<std::uint8_t> buf;   ///< qps x region
   std::uint64_t region = 0;
-  const engine::MemoryRegion* mr = nullptr;
   std::vector<std::uint32_t> qpns;
   std::vector<io::ConnInfo> remote;
-  std::uint32_t peer = 0;
-  /// The controller API on this endpoint's control socket (D46); declared after ep: stops first.
-  std::unique_ptr<api::EndpointCtl> ctl;
+
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  /// libmrc's teardown order: QPs, CQs, MR, PD, context, device.
+  ~Session() {
+    for (mrc_qp* q : qps) (void)mrc_destroy_qp(q);
+    if (send_cq != nullptr) (void)mrc_destroy_cq(send_cq);
+    if (recv_cq != nullptr) (void)mrc_destroy_cq(recv_cq);
+    if (mr != nullptr) (void)ibv_dereg_mr(mr);
+    if (pd != nullptr) (void)ibv_dealloc_pd(pd);
+    if (ctx != nullptr) (void)mrc_destroy_context(ctx);
+    if (dev != nullptr) (void)ibv_close_device(dev);
+  }
 
   std::size_t qp_index(std::uint32_t qpn) const {
     return static_cast<std::size_t>(std::find(qpns.begin(), qpns.end(), qpn) - qpns.begin());
   }
   std::uint8_t* region_of(std::size_t q) { return buf.data() + q * region; }
-  engine::SendWr write_wr(std::size_t q, std::uint64_t wr_id, std::uint64_t off, std::uint32_t len, bool imm,
-                          std::uint32_t imm_data) const {
-    engine::SendWr w;
+  /// Posts one RDMA WRITE (WITH_IMM) of QP q: 0 or the errno of mrc_post_send.
+  int post_write(std::size_t q, std::uint64_t wr_id, std::uint64_t off, std::uint32_t len, bool imm,
+                 std::uint32_t imm_data) {
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(buf.data() + q * region + off);
+    sge.length = len;
+    sge.lkey = mr->lkey;
+    ibv_send_wr w{};
     w.wr_id = wr_id;
-    w.with_imm = imm;
-    w.imm = imm_data;
-    w.local_addr = reinterpret_cast<std::uintptr_t>(buf.data() + q * region + off);
-    w.length = len;
-    w.lkey = mr->lkey;
-    w.remote_addr = remote[q].va + off;
-    w.rkey = remote[q].rkey;
-    return w;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.imm_data = htonl(imm_data);
+    w.wr.rdma.remote_addr = remote[q].va + off;
+    w.wr.rdma.rkey = remote[q].rkey;
+    ibv_send_wr* bad = nullptr;
+    return mrc_post_send(qps[q], &w, &bad) == 0 ? 0 : errno;
   }
-  void progress() { ep->progress(0); }
+  int post_recv(std::size_t q, std::uint64_t wr_id) {
+    ibv_recv_wr w{};
+    w.wr_id = wr_id;
+    ibv_recv_wr* bad = nullptr;
+    return mrc_post_recv(qps[q], &w, &bad) == 0 ? 0 : errno;
+  }
+  void progress() {
+    if (app_progress) (void)mrc_progress(ctx, 0);
+  }
+  /// Reads the device endpoint's statistics (counters, metrics): libmrc's API has no call for
+  /// them, so this goes through the internal accessor, inside UdpEndpoint::execute() so that it
+  /// never races a progress thread.
+  void stats(const std::function<void(io::UdpEndpoint&)>& fn) const { (void)api::with_endpoint(dev, fn); }
 };
 
 struct Params {  // what the client tells the server
@@ -277,53 +348,203 @@ bool add_auth_key(io::ConnInfo& c, std::string& err) {
   return io::random_mac_key(c.auth_key, err);
 }
 
+/// "what: strerror(errno) (the controller's reason)".
+std::string ctl_error(const char* what, mrc_context* ctx) {
+  std::string e = std::string(what) + ": " + std::strerror(errno);
+  if (const char* why = mrc_ctl_last_error(ctx); why != nullptr && *why != '\0')
+    e += std::string(" (") + why + ")";
+  return e;
+}
+
+constexpr std::uint64_t kProfileId = 1;  ///< perf's EV format, EV and CC profile on its own device
+
+/// The QPs' EV set and congestion control as profiles of the session's device, programmed through
+/// mrc_ctl.h on perf's own context as a controller would (docs/perf.md): an explicit EV profile
+/// holding the EVs engine::make_ev_set(planes, evs, backup) makes (STEV format 16 + 16 bits, source
+/// port 0 and the value as flow label, so each EV keeps that value: D37), and a CC profile with no
+/// CC or NSCC derived for --rate per plane. Which of the EVs are active comes with each QP's vendor
+/// configuration (make_vendor_cfg).
+bool program_profiles(Session& s, const PerfOptions& o, const Params& prm, std::string& err) {
+  mrc_context* ctx = s.ctx;
+  mrc_ctl_ev_fmt_field widths[2] = {{16}, {16}};
+  mrc_ctl_ev_fmt_profile_attr f{};
+  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
+  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
+  f.ev_fmt_op.fmt_fields = widths;
+  f.ev_fmt_op.fmt_field_count = 2;
+  if (mrc_ctl_modify_ev_fmt_profile(
+          ctx, kProfileId, &f,
+          MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP) != 0)
+    return err = ctl_error("EV format profile", ctx), false;
+  f = mrc_ctl_ev_fmt_profile_attr{};
+  f.profile_state = MRC_CTL_PROFILE_ONLINE;
+  if (mrc_ctl_modify_ev_fmt_profile(ctx, kProfileId, &f, MRC_CTL_EV_FMT_PROFILE_STATE) != 0)
+    return err = ctl_error("EV format profile", ctx), false;
+
+  const std::vector<engine::Ev> evs =
+      engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane);
+  mrc_ctl_ev_field fields[2] = {{16, 0, 0, 0xFFFF, 0xFFFF}, {16, 0, 0, 0xFFFF, 0xFFFF}};
+  mrc_ctl_ev_profile_attr e{};
+  e.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  e.ev_mode = MRC_CTL_EV_MODE_EXP;
+  e.ev_fmt_profile_id = kProfileId;
+  e.ev_count = static_cast<std::uint32_t>(evs.size());
+  e.ev_min_active = 1;
+  e.ev_event_mask = 0;  // perf reads no EV events
+  e.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
+  e.ev_fields_op.fields = fields;
+  e.ev_fields_op.field_count = 2;
+  if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e,
+                                MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE |
+                                    MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
+                                    MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
+                                    MRC_CTL_EV_PROFILE_EV_FIELDS_OP) != 0)
+    return err = ctl_error("EV profile", ctx), false;
+  std::vector<mrc_ctl_ev_op_entry> ops(evs.size());
+  for (std::size_t i = 0; i < evs.size(); ++i) {
+    mrc_ctl_ev_op_entry& x = ops[i];
+    x = mrc_ctl_ev_op_entry{};  // ev: unpopulated, so each fills the next free entry, in this order
+    x.ev_new.val[2] = static_cast<std::uint8_t>(evs[i].value >> 8);
+    x.ev_new.val[3] = static_cast<std::uint8_t>(evs[i].value);
+    x.ev_new.port = static_cast<std::uint8_t>(evs[i].port + 1);
+    x.state = MRC_CTL_EV_GOOD;
+  }
+  e = mrc_ctl_ev_profile_attr{};
+  e.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
+  e.ev_op.entries = ops.data();
+  e.ev_op.entry_count = static_cast<int>(ops.size());
+  if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e, MRC_CTL_EV_PROFILE_EV_OP) != 0)
+    return err = ctl_error("EV profile", ctx), false;
+  e = mrc_ctl_ev_profile_attr{};
+  e.profile_state = MRC_CTL_PROFILE_ONLINE;
+  if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e, MRC_CTL_EV_PROFILE_STATE) != 0)
+    return err = ctl_error("EV profile", ctx), false;
+
+  mrc_ctl_cc_profile_attr c{};
+  c.profile_state = MRC_CTL_PROFILE_OFFLINE;
+  int mask = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM;
+  mrc_ctl_cc_nscc_cfg nscc{};
+  if (prm.cc == 1) {
+    // The UET derivation for the QP's line rate (all planes) and a 20 us base RTT; the rate itself
+    // reaches NSCC through the vendor configuration (OCP's NSCC struct has no line rate).
+    nscc = api::ProfileStore::nscc_to_ctl(cc::NsccConfig::derive(
+        static_cast<std::uint64_t>(o.rate_gbps * 1e9 * prm.planes), 20'000, prm.pmtu + 64, false));
+    c.algorithm = "uet-1.0-nscc";
+    c.cc_config = &nscc;
+    mask |= MRC_CTL_CC_PROFILE_CONFIG;
+  }
+  if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, mask) != 0)
+    return err = ctl_error("CC profile", ctx), false;
+  c = mrc_ctl_cc_profile_attr{};
+  c.profile_state = MRC_CTL_PROFILE_ONLINE;
+  if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, MRC_CTL_CC_PROFILE_STATE) != 0)
+    return err = ctl_error("CC profile", ctx), false;
+  return true;
+}
+
+/// The settings of a QP that OCP's attributes do not carry (src/api/vendor_cfg.hpp, docs/api.md):
+/// the active / backup split of the EV profile, NSCC's line rate and, once both sides announced
+/// themselves, the authentication keys and the wire-extension agreement.
+void make_vendor_cfg(const PerfOptions& o, const Params& prm, const engine::QpAuth* auth,
+                     const bool* wire_ext, std::uint8_t (&out)[MRC_MAX_VENDOR_CFG_SIZE]) {
+  api::VendorCfg vc;
+  vc.flags = api::kVcActiveEvs;
+  vc.active_evs = prm.planes * prm.evs_per_plane;
+  if (prm.cc == 1) {
+    vc.flags |= api::kVcCcLineRate;
+    vc.line_rate_bps = static_cast<std::uint64_t>(o.rate_gbps * 1e9 * prm.planes);
+  }
+  if (auth != nullptr && auth->on) {
+    vc.flags |= api::kVcAuth;
+    vc.tx_key = auth->tx;
+    vc.rx_key = auth->rx;
+  }
+  if (wire_ext != nullptr) vc.flags |= api::kVcWireExtSet | (*wire_ext ? api::kVcWireExtOn : 0);
+  api::encode_vendor_cfg(vc, out);
+}
+
 bool open_session(Session& s, const PerfOptions& o, const Params& prm, const std::vector<io::IpAddr>& local,
                   std::string& err) {
-  io::UdpConfig uc;
-  uc.planes = local;
+  // The harness settings the public API has no call for, through libmrc's one internal entry point.
+  api::DeviceTuning t;
+  io::UdpConfig& uc = t.udp;
   uc.ev_mode = prm.ev_mode == 2 ? io::EvMode::kSrv6 : prm.ev_mode == 1 ? io::EvMode::kStev : io::EvMode::kUdp;
   if (uc.ev_mode == io::EvMode::kSrv6 && !parse_srv6_paths(o.srv6_paths, uc.srv6, err)) return false;
-  uc.engine.seed = o.seed * 2 + (o.server ? 1 : 2);
   uc.max_packet = prm.pmtu + 256;
   uc.gso_burst = o.gso;
-  uc.port = o.udp_port;
   uc.engine.wire_ext = o.wire_ext;
   if (!o.impair_file.empty() && !io::load_impair_file(o.impair_file, uc.impair, err)) return false;
   if (!o.impair.empty() && !io::parse_impair(o.impair, uc.impair, err)) return false;
-  s.ep = io::UdpEndpoint::create(uc, err);
-  if (!s.ep) return false;
-  std::string ctl_err;  // `mrc ctl list` finds the endpoint; it works without
-  if (!(s.ctl = api::serve_endpoint_ctl(*s.ep, "perf", ctl_err)) && !ctl_err.empty())
-    std::fprintf(stderr, "mrc perf: no control socket: %s\n", ctl_err.c_str());
+  t.owner_controls = true;         // perf programs its own device's profiles (program_profiles)
+  t.warn_prefix = "mrc perf";      // `mrc ctl list` finds the device as "perf"; it works without
+  std::vector<std::string> addrs;  // mrc_device_config points into these
+  for (const io::IpAddr& a : local) addrs.push_back(a.str());
+  mrc_device_config dc{};
+  dc.num_planes = static_cast<std::uint32_t>(addrs.size());
+  for (std::size_t i = 0; i < addrs.size(); ++i) dc.plane_addr[i] = addrs[i].c_str();
+  dc.udp_port = o.udp_port;
+  dc.seed = o.seed * 2 + (o.server ? 1 : 2);
+  dc.name = "perf";
+  s.dev = api::open_tuned_device(dc, &t, &err);
+  if (s.dev == nullptr) {
+    if (err.empty()) err = std::string("cannot open the device: ") + std::strerror(errno);
+    return false;
+  }
+  s.cfg = uc;
+  s.cfg.planes = local;
+  s.cfg.port = o.udp_port;
   if (g_pcap) {
     s.pcap = g_pcap.get();
-    s.ep->set_pcap(s.pcap);
+    s.stats([&](io::UdpEndpoint& ep) { ep.set_pcap(s.pcap); });
   }
+  // The client always drives progress itself; --progress-thread is the server's.
+  s.app_progress = !(o.server && o.progress_thread);
+  mrc_context_attr ca{};
+  s.ctx = mrc_create_context_ex(s.dev, &ca, s.app_progress ? MRC_CONTEXT_APP_PROGRESS : 0);
+  if (s.ctx == nullptr) return err = std::string("mrc_create_context_ex: ") + std::strerror(errno), false;
+  if (!program_profiles(s, o, prm, err)) return false;
   s.region = prm.region;
   s.buf.assign(prm.qps * prm.region, 0);
-  s.mr = s.ep->engine().memory().register_region(s.buf.data(), s.buf.size(), engine::access::kAll);
+  s.pd = ibv_alloc_pd(s.dev);
+  if (s.pd != nullptr)
+    s.mr = ibv_reg_mr(s.pd, s.buf.data(), s.buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (s.mr == nullptr) {
     err = "memory registration failed";
     return false;
   }
+  constexpr std::uint32_t kQueueDepth = 4096;  // send and receive WRs per QP (the engine's default)
+  s.send_cq = mrc_create_cq(s.ctx, static_cast<int>(prm.qps * kQueueDepth), nullptr, nullptr, 0);
+  s.recv_cq = mrc_create_cq(s.ctx, static_cast<int>(prm.qps * kRecvsPerQp), nullptr, nullptr, 0);
+  if (s.send_cq == nullptr || s.recv_cq == nullptr)
+    return err = std::string("mrc_create_cq failed: ") + std::strerror(errno), false;
   for (std::uint32_t q = 0; q < prm.qps; ++q) {
-    engine::QpConfig c;
-    c.pmtu = prm.pmtu;
-    c.timeout = static_cast<std::uint8_t>(prm.timeout);
-    c.evs = engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane);
-    c.active_count = prm.planes * prm.evs_per_plane;
-    c.seed = o.seed * 1000 + q;
-    c.cc.algorithm = prm.cc == 1 ? cc::Algorithm::kNscc : cc::Algorithm::kNone;
-    if (prm.cc == 1)
-      c.cc.nscc = cc::NsccConfig::derive(static_cast<std::uint64_t>(o.rate_gbps * 1e9 * prm.planes), 20'000,
-                                         prm.pmtu + 64, false);
-    int e = 0;
-    const std::uint32_t qpn = s.ep->engine().create_qp(c, &e);
-    if (qpn == 0) {
-      err = "create_qp failed: " + std::string(std::strerror(e));
-      return false;
-    }
+    mrc_qp_init_attr ia{};
+    ia.send_cq = s.send_cq;
+    ia.recv_cq = s.recv_cq;
+    ia.pd = s.pd;
+    ia.cap.max_send_wr = kQueueDepth;
+    ia.cap.max_recv_wr = kRecvsPerQp;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 1;
+    ia.sq_sig_all = 1;
+    ia.protocol_version = MRC_PROTOCOL_VERSION_1;
+    mrc_qp* qp = mrc_create_qp(s.ctx, &ia);
+    if (qp == nullptr) return err = "create_qp failed: " + std::string(std::strerror(errno)), false;
+    s.qps.push_back(qp);
+    std::uint32_t qpn = 0;
+    (void)mrc_get_qpn(qp, &qpn);
     s.qpns.push_back(qpn);
+    ibv_qp_attr v{};
+    v.qp_state = IBV_QPS_INIT;
+    v.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    mrc_qp_attr m{};
+    m.profile.ev_profile_id = kProfileId;
+    m.profile.cc_profile_id = kProfileId;
+    make_vendor_cfg(o, prm, nullptr, nullptr, m.vendor_cfg);
+    if (mrc_modify_qp(qp, &v, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &m,
+                      MRC_QP_EV_PROFILE_ID | MRC_QP_CC_PROFILE_ID | MRC_QP_VENDOR_CFG) != 0)
+      return err = "create_qp failed: " + std::string(std::strerror(errno)), false;
   }
   return true;
 }
@@ -336,36 +557,80 @@ io::ConnInfo local_info(const Session& s, std::size_t q, const std::vector<io::I
   c.va = reinterpret_cast<std::uintptr_t>(s.buf.data() + q * s.region);
   c.length = s.region;
   c.planes = local;
-  c.wire_ext = s.ep->config().engine.wire_ext;
+  c.wire_ext = s.cfg.engine.wire_ext;
   return c;
 }
 
-bool connect_qps(Session& s, const std::vector<io::ConnInfo>& mine, const std::vector<io::ConnInfo>& theirs,
-                 const std::vector<io::IpAddr>& remote_override, std::uint16_t peer_udp_port,
-                 std::string& err) {
+ibv_mtu to_ibv_mtu(std::uint32_t pmtu) {
+  switch (pmtu) {
+    case 256:
+      return IBV_MTU_256;
+    case 512:
+      return IBV_MTU_512;
+    case 1024:
+      return IBV_MTU_1024;
+    case 2048:
+      return IBV_MTU_2048;
+    default:
+      return IBV_MTU_4096;
+  }
+}
+
+bool connect_qps(Session& s, const PerfOptions& o, const Params& prm, const std::vector<io::ConnInfo>& mine,
+                 const std::vector<io::ConnInfo>& theirs, const std::vector<io::IpAddr>& remote_override,
+                 std::uint16_t peer_udp_port, std::string& err) {
   const std::vector<io::IpAddr>& peer_addrs = remote_override.empty() ? theirs[0].planes : remote_override;
-  s.peer = s.ep->add_peer(peer_addrs, peer_udp_port);
-  if (s.peer == 0) {
+  mrc_peer_attr pa{};
+  pa.num_planes = static_cast<std::uint32_t>(peer_addrs.size());
+  const int family = s.cfg.planes[0].family;
+  for (std::size_t i = 0; i < peer_addrs.size() && i < MRC_MAX_PLANES; ++i) {
+    if (peer_addrs[i].family != family) pa.num_planes = 0;  // refused below, as a count mismatch is
+    peer_addrs[i].to_gid(pa.plane_gid[i].raw);
+  }
+  pa.udp_port = peer_udp_port;
+  if (peer_addrs.size() > MRC_MAX_PLANES || mrc_add_peer(s.dev, &pa) != 0) {
     err = "peer plane addresses do not match the local planes (count or family)";
     return false;
   }
   s.remote = theirs;
   for (std::size_t q = 0; q < s.qpns.size(); ++q) {
-    engine::QpRemote r;
-    r.peer = s.peer;
-    r.qpn = theirs[q].qpn;
-    r.sq_psn = mine[q].psn;
-    r.rq_psn = theirs[q].psn;
-    r.peer_mpr_dest = theirs[q].mpr_dest;
-    r.peer_max_wimm_dest = theirs[q].max_wimm_dest;
-    if (!io::qp_auth(mine[q], theirs[q], r.auth, err)) return false;
-    r.wire_ext = io::qp_wire_ext(mine[q], theirs[q]);  // D45: both sides offer them, or spec packets
-    const int rc = s.ep->engine().connect_qp(s.qpns[q], r, io::UdpEndpoint::now());
-    if (rc != 0) {
-      err = "connect_qp failed: " + std::string(std::strerror(rc));
+    engine::QpAuth auth;
+    if (!io::qp_auth(mine[q], theirs[q], auth, err)) return false;
+    const bool wire_ext = io::qp_wire_ext(mine[q], theirs[q]);  // D45: both sides offer them, or spec packets
+    ibv_qp_attr v{};
+    v.qp_state = IBV_QPS_RTR;
+    v.path_mtu = to_ibv_mtu(prm.pmtu);
+    v.dest_qp_num = theirs[q].qpn;
+    v.rq_psn = theirs[q].psn;
+    v.ah_attr.is_global = 1;
+    v.ah_attr.port_num = 1;
+    peer_addrs[0].to_gid(v.ah_attr.grh.dgid.raw);
+    mrc_qp_attr m{};
+    // Our responder windows as announced to the peer (ConnInfo); the peer's bound our requester
+    // through its SACKs, and our own MPR / MAX_WIMM (the engine's, equal to what it announces).
+    m.mpr.mpr_dest = mine[q].mpr_dest;
+    m.wimm.max_wimm_dest = mine[q].max_wimm_dest;
+    make_vendor_cfg(o, prm, &auth, &wire_ext, m.vendor_cfg);
+    if (mrc_modify_qp(s.qps[q], &v,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN, &m,
+                      MRC_QP_MPR_DEST | MRC_QP_MAX_WIMM_DEST | MRC_QP_VENDOR_CFG) != 0) {
+      err = "connect_qp failed: " + std::string(std::strerror(errno));
       return false;
     }
-    for (std::uint32_t i = 0; i < kRecvsPerQp; ++i) s.ep->engine().post_recv(s.qpns[q], i);
+    v = ibv_qp_attr{};
+    v.qp_state = IBV_QPS_RTS;
+    v.sq_psn = mine[q].psn;
+    m = mrc_qp_attr{};
+    m.timeout = static_cast<std::uint8_t>(prm.timeout);
+    if (mrc_modify_qp(s.qps[q], &v, IBV_QP_STATE | IBV_QP_SQ_PSN, &m, MRC_QP_TIMEOUT) != 0) {
+      err = "connect_qp failed: " + std::string(std::strerror(errno));
+      return false;
+    }
+    for (std::uint32_t i = 0; i < kRecvsPerQp; ++i)
+      if (const int rc = s.post_recv(q, i); rc != 0) {
+        err = "post_recv failed: " + std::string(std::strerror(rc));
+        return false;
+      }
   }
   return true;
 }
@@ -687,10 +952,24 @@ class Lobby {
   std::uint64_t stray_ = 0;
 };
 
-std::uint64_t rx_datagrams(const io::UdpEndpoint& ep) {
+std::uint64_t rx_datagrams(const Session& s) {
   std::uint64_t n = 0;
-  for (const auto& c : ep.plane_counters()) n += c.rx_packets;
+  s.stats([&](io::UdpEndpoint& ep) {
+    for (const auto& c : ep.plane_counters()) n += c.rx_packets;
+  });
   return n;
+}
+
+/// The endpoint's counters as JSON / Prometheus text (--metrics).
+nlohmann::json metrics_json(const Session& s) {
+  nlohmann::json j;
+  s.stats([&](io::UdpEndpoint& ep) { j = io::metrics_json(ep); });
+  return j;
+}
+std::string metrics_prometheus(const Session& s) {
+  std::string t;
+  s.stats([&](io::UdpEndpoint& ep) { t = io::metrics_prometheus(ep); });
+  return t;
 }
 
 enum class SessionEnd { kCompleted, kFailed, kStray };
@@ -758,52 +1037,52 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
         ((theirs[q].auth || o.auth) && !add_auth_key(mine[q], err)) || !ch.send_conn_info(mine[q], err))
       return refuse(err);
   }
-  if (!connect_qps(s, mine, theirs, remote, static_cast<std::uint16_t>(prm.udp_port), err))
+  if (!connect_qps(s, o, prm, mine, theirs, remote, static_cast<std::uint16_t>(prm.udp_port), err))
     return refuse(err);
   const std::uint64_t ready[] = {1, o.udp_port};
   if (!ch.send_values(ready, err)) return refuse(err);
   std::fprintf(stderr, "mrc perf server: serving the client at %s (%u QP(s), %u plane(s), wire ext %s)\n",
                who.c_str(), prm.qps, prm.planes, io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off");
+  // With --progress-thread, libmrc's progress thread has run since the context was made; it stops
+  // when the session's context goes (Session's destructor), whatever the way out.
   double cpu0 = cpu_seconds();
-  if (o.progress_thread) s.ep->start();
-  // The progress thread must stop before the session's endpoint goes, whatever the way out.
-  const auto stop_thread = [&] {
-    if (o.progress_thread) s.ep->stop();
-  };
   std::uint64_t pongs = 0, recvs = 0, verified = 0;
+  ibv_wc wc[kPollBatch];
   std::uint64_t rx_seen = 0;
   Time last_activity = io::UdpEndpoint::now();
   std::vector<std::uint64_t> vals;
   rd.reset();
   for (std::uint64_t spin = 0;; ++spin) {
-    if (!o.progress_thread) s.progress();
-    engine::Completion c;
-    while (s.ep->poll_completion(c)) {
-      if (!c.is_recv) continue;
-      ++recvs;
-      s.ep->post_recv(c.qpn, c.wr_id);
-      if (c.status == engine::WcStatus::kSuccess && c.has_imm && (c.imm & kPingBit) != 0 && c.byte_len > 0) {
-        // the pong returns the ping's bytes from where the ping wrote them
-        const std::size_t q = s.qp_index(c.qpn);
-        const std::uint64_t off = ((c.imm & 0xFFFFFF) % (s.region / c.byte_len)) * c.byte_len;
-        if (const int rc = s.ep->post_send(
-                c.qpn, s.write_wr(q, 1ull << 40, off, c.byte_len, true, kPongBit | (c.imm & 0xFFFFFF)));
-            rc != 0) {
-          stop_thread();
-          return refuse(std::string("pong refused: ") + std::strerror(rc));
+    s.progress();
+    // Pong send completions only need taking off their CQ: every 1024 rounds is enough, as the
+    // client has one ping (so the server one pong) in flight at a time, and the CQ holds 4096.
+    for (int n = (spin & 1023) == 0 ? kPollBatch : 0; n == kPollBatch;)
+      if ((n = mrc_poll_cq(s.send_cq, kPollBatch, wc)) < 0) return refuse(cq_error(errno));
+    for (int n = kPollBatch; n == kPollBatch;) {
+      if ((n = mrc_poll_cq(s.recv_cq, kPollBatch, wc)) < 0) return refuse(cq_error(errno));
+      for (int i = 0; i < n; ++i) {
+        const ibv_wc& c = wc[i];
+        const std::size_t q = s.qp_index(c.qp_num);
+        ++recvs;
+        (void)s.post_recv(q, c.wr_id);
+        const std::uint32_t imm = ntohl(c.imm_data);
+        if (c.status == IBV_WC_SUCCESS && (c.wc_flags & IBV_WC_WITH_IMM) && (imm & kPingBit) != 0 &&
+            c.byte_len > 0) {
+          // the pong returns the ping's bytes from where the ping wrote them
+          const std::uint64_t off = ((imm & 0xFFFFFF) % (s.region / c.byte_len)) * c.byte_len;
+          if (const int rc = s.post_write(q, 1ull << 40, off, c.byte_len, true, kPongBit | (imm & 0xFFFFFF));
+              rc != 0)
+            return refuse(std::string("pong refused: ") + std::strerror(rc));
+          ++pongs;
         }
-        ++pongs;
       }
     }
     if ((spin & 1023) != 0) continue;
     const Time now = io::UdpEndpoint::now();
-    if (g_stop != 0) {
-      stop_thread();
-      return refuse(stop_text());
-    }
+    if (g_stop != 0) return refuse(stop_text());
     // Another client while this one runs: told to come back later, not queued in silence.
     lobby.turn_away(who);
-    if (const std::uint64_t rx = rx_datagrams(*s.ep); rx != rx_seen) {
+    if (const std::uint64_t rx = rx_datagrams(s); rx != rx_seen) {
       rx_seen = rx;
       last_activity = now;
     }
@@ -811,14 +1090,11 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     const io::OobFrameReader::Status st = rd.read_from(ch.fd(), err);
     if (rd.received() != had) last_activity = now;
     if (st == io::OobFrameReader::Status::kMore) {
-      if (now - last_activity > kSessionIdle) {
-        stop_thread();
+      if (now - last_activity > kSessionIdle)
         return refuse("nothing from the client for 60 s (no datagram, no control message)");
-      }
       continue;
     }
     if (st == io::OobFrameReader::Status::kError) {
-      stop_thread();
       // A client killed mid-session shows up as an orderly close or as a reset, whichever the
       // kernel saw first; both mean it went away.
       const bool reset = err.find(std::strerror(ECONNRESET)) != std::string::npos;
@@ -826,18 +1102,13 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
                     : reset                                  ? "the client went away (connection reset)"
                                                              : err);
     }
-    if (!rd.is(io::OobType::kValues, err) || !io::decode_values_body(rd.body(), vals, err)) {
-      stop_thread();
+    if (!rd.is(io::OobType::kValues, err) || !io::decode_values_body(rd.body(), vals, err))
       return refuse(err);
-    }
     rd.reset();
     const bool verify =
         vals.size() == 2 + prm.qps && vals[0] == kVerify &&
         std::all_of(vals.begin() + 2, vals.end(), [&](std::uint64_t b) { return b <= s.region; });
-    if (!verify && !(vals.size() == 1 && vals[0] == kDone)) {
-      stop_thread();
-      return refuse("unexpected control message");
-    }
+    if (!verify && !(vals.size() == 1 && vals[0] == kDone)) return refuse("unexpected control message");
     std::vector<std::uint64_t> reply;
     if (verify) {  // {kVerify, window, bytes written per QP}: mismatching bytes per QP
       const double cpu_before = cpu_seconds();
@@ -846,13 +1117,9 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
       verified += std::accumulate(vals.begin() + 2, vals.end(), std::uint64_t{0});
       cpu0 += cpu_seconds() - cpu_before;  // the reported CPU time is the data path's
     } else {
-      stop_thread();
       reply.push_back(static_cast<std::uint64_t>((cpu_seconds() - cpu0) * 1e6));
     }
-    if (!ch.send_values(reply, err)) {
-      stop_thread();
-      return refuse(err);
-    }
+    if (!ch.send_values(reply, err)) return refuse(err);
     if (!verify) break;
   }
   if (o.json) {
@@ -863,14 +1130,14 @@ SessionEnd serve_session(Lobby& lobby, io::OobChannel ch, const std::vector<std:
     j["pongs"] = pongs;
     j["verified_bytes"] = verified;
     j["cpu_s"] = cpu_seconds() - cpu0;
-    if (o.metrics) j["metrics"] = io::metrics_json(*s.ep);
+    if (o.metrics) j["metrics"] = metrics_json(s);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf(
         "mrc perf server: done, %llu receive completions, %llu pongs, %llu bytes verified, CPU %.2f s\n",
         static_cast<unsigned long long>(recvs), static_cast<unsigned long long>(pongs),
         static_cast<unsigned long long>(verified), cpu_seconds() - cpu0);
-    if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
+    if (o.metrics) std::printf("%s", metrics_prometheus(s).c_str());
   }
   std::fflush(stdout);
   return SessionEnd::kCompleted;
@@ -966,25 +1233,31 @@ double unix_now() {
 }
 
 /// Sum of sent datagrams over planes.
-std::uint64_t tx_packets(const io::UdpEndpoint& ep) {
+std::uint64_t tx_packets(const Session& s) {
   std::uint64_t n = 0;
-  for (const auto& c : ep.plane_counters()) n += c.tx_packets;
+  s.stats([&](io::UdpEndpoint& ep) {
+    for (const auto& c : ep.plane_counters()) n += c.tx_packets;
+  });
   return n;
 }
 
 /// Data packets sent by the session's QPs (new data and retransmissions; no ACKs or probes).
 std::uint64_t data_packets(const Session& s) {
   std::uint64_t n = 0;
-  for (const std::uint32_t qpn : s.qpns) {
-    const auto& c = s.ep->engine().qp(qpn)->counters();
-    n += c.tx_data + c.tx_rtx;
-  }
+  s.stats([&](io::UdpEndpoint& ep) {
+    for (const std::uint32_t qpn : s.qpns) {
+      const auto& c = ep.engine().qp(qpn)->counters();
+      n += c.tx_data + c.tx_rtx;
+    }
+  });
   return n;
 }
 
 std::uint64_t rtx_total(const Session& s) {
   std::uint64_t n = 0;
-  for (const std::uint32_t qpn : s.qpns) n += s.ep->engine().qp(qpn)->counters().tx_rtx;
+  s.stats([&](io::UdpEndpoint& ep) {
+    for (const std::uint32_t qpn : s.qpns) n += ep.engine().qp(qpn)->counters().tx_rtx;
+  });
   return n;
 }
 
@@ -1043,7 +1316,7 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
     for (std::size_t q = 0; q < nq; ++q) written[q] = std::min(posted[q] - base[q], slots) * size;
     return v.check(written, err);
   };
-  const std::uint64_t pk0 = data_packets(s), dg0 = tx_packets(*s.ep), rtx0 = rtx_total(s);
+  const std::uint64_t pk0 = data_packets(s), dg0 = tx_packets(s), rtx0 = rtx_total(s);
   start_window();
   const Duration pause0 = v.pause;
   double cpu0 = cpu_seconds();  // the reported CPU time leaves pattern work out
@@ -1083,6 +1356,7 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
   };
   std::uint64_t loops = 0;
   bool posting = true;
+  ibv_wc wc[kPollBatch];
   for (;;) {
     const Time t = io::UdpEndpoint::now();
     if (t >= stop_at) posting = false;
@@ -1091,9 +1365,9 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
       while (posting && posted[q] < per_qp && posted[q] - base[q] < slots &&
              posted[q] - done[q] < o.tx_depth) {
         const std::uint64_t off = (posted[q] - base[q]) * size;
-        const engine::SendWr w = s.write_wr(q, posted[q], off, static_cast<std::uint32_t>(size), o.imm,
-                                            static_cast<std::uint32_t>(posted[q] & 0xFFFFFF));
-        if (s.ep->post_send(s.qpns[q], w) != 0) break;
+        if (s.post_write(q, posted[q], off, static_cast<std::uint32_t>(size), o.imm,
+                         static_cast<std::uint32_t>(posted[q] & 0xFFFFFF)) != 0)
+          break;
         ++posted[q];
       }
       outstanding |= done[q] < posted[q];
@@ -1122,19 +1396,24 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
       if (::poll(&pfd, 1, 0) > 0 && !v.ch->recv_values(junk, kOobTimeout, err)) return false;
     }
     s.progress();
-    engine::Completion c;
-    while (s.ep->poll_completion(c)) {
-      if (c.is_recv) {
-        s.ep->post_recv(c.qpn, c.wr_id);
-        continue;
+    // Nothing completes on the client's receive queue while it only writes: its CQ is looked at
+    // with the out-of-band check, not on every round.
+    for (int n = (loops & 1023) == 0 ? kPollBatch : 0; n == kPollBatch;) {
+      if ((n = mrc_poll_cq(s.recv_cq, kPollBatch, wc)) < 0) return err = cq_error(errno), false;
+      for (int i = 0; i < n; ++i) (void)s.post_recv(s.qp_index(wc[i].qp_num), wc[i].wr_id);
+    }
+    for (int n = kPollBatch; n == kPollBatch;) {
+      if ((n = mrc_poll_cq(s.send_cq, kPollBatch, wc)) < 0) return err = cq_error(errno), false;
+      for (int i = 0; i < n; ++i) {
+        // Engine errors of a post (a QP in error, a bad key) arrive here too, as error completions.
+        if (wc[i].status != IBV_WC_SUCCESS) {
+          err = std::string("send completion error: ") + status_text(wc[i].status);
+          return false;
+        }
+        ++done[s.qp_index(wc[i].qp_num)];
+        iv_bytes += size;
+        last_progress = t;
       }
-      if (c.status != engine::WcStatus::kSuccess) {
-        err = std::string("send completion error: ") + engine::to_string(c.status);
-        return false;
-      }
-      ++done[s.qp_index(c.qpn)];
-      iv_bytes += size;
-      last_progress = t;
     }
     close_due(t);
     if (t - last_progress > kStallLimit) {
@@ -1156,7 +1435,7 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
   r.gbps = static_cast<double>(r.iterations * size) * 8 / r.seconds * 1e-9;
   r.mpps = static_cast<double>(r.iterations) / r.seconds * 1e-6;
   r.packets = data_packets(s) - pk0;
-  r.datagrams = tx_packets(*s.ep) - dg0;
+  r.datagrams = tx_packets(s) - dg0;
   r.pps = static_cast<double>(r.packets) / r.seconds;
   r.rtx = rtx_total(s) - rtx0;
   return true;
@@ -1168,26 +1447,32 @@ bool run_latency(Session& s, const PerfOptions& o, Verifier& v, std::vector<doub
                  std::string& err) {
   const std::uint64_t slots = s.region / o.lat_size;
   v.prepare(s, 0, std::min<std::uint64_t>(slots, o.lat_iters) * o.lat_size);
+  ibv_wc wc[kPollBatch];
   for (std::uint32_t i = 0; i < o.lat_iters; ++i) {
     const std::uint32_t tag = i & 0xFFFFFF;
     const std::uint64_t off = (tag % slots) * o.lat_size;
     const Time t0 = io::UdpEndpoint::now();
-    if (s.ep->post_send(s.qpns[0], s.write_wr(0, 1ull << 41, off, o.lat_size, true, kPingBit | tag)) != 0) {
+    if (s.post_write(0, 1ull << 41, off, o.lat_size, true, kPingBit | tag) != 0) {
       err = "latency: post_send refused";
       return false;
     }
     bool got = false;
     while (!got) {
       s.progress();
-      engine::Completion c;
-      while (s.ep->poll_completion(c)) {
-        if (c.status != engine::WcStatus::kSuccess) {
-          err = std::string("latency: completion error: ") + engine::to_string(c.status);
-          return false;
+      for (mrc_cq* cq : {s.send_cq, s.recv_cq}) {
+        for (int n = kPollBatch; n == kPollBatch;) {
+          if ((n = mrc_poll_cq(cq, kPollBatch, wc)) < 0) return err = cq_error(errno), false;
+          for (int k = 0; k < n; ++k) {
+            const ibv_wc& c = wc[k];
+            if (c.status != IBV_WC_SUCCESS) {
+              err = std::string("latency: completion error: ") + status_text(c.status);
+              return false;
+            }
+            if (cq != s.recv_cq) continue;
+            (void)s.post_recv(s.qp_index(c.qp_num), c.wr_id);
+            if ((c.wc_flags & IBV_WC_WITH_IMM) && ntohl(c.imm_data) == (kPongBit | tag)) got = true;
+          }
         }
-        if (!c.is_recv) continue;
-        s.ep->post_recv(c.qpn, c.wr_id);
-        if (c.has_imm && c.imm == (kPongBit | tag)) got = true;
       }
       if (io::UdpEndpoint::now() - t0 > kStallLimit) {
         err = "latency: no pong for 10 s";
@@ -1330,20 +1615,21 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
   if (!ch->recv_values(vals, kOobTimeout, err)) return fail(from_server(err));
   if (vals.size() != 2 || vals[0] != 1 || vals[1] == 0 || vals[1] > 65535)
     return fail("bad ready message from the server");
-  if (!connect_qps(s, mine, theirs, remote, static_cast<std::uint16_t>(vals[1]), err)) return fail(err);
+  if (!connect_qps(s, o, prm, mine, theirs, remote, static_cast<std::uint16_t>(vals[1]), err))
+    return fail(err);
 
   if (!o.json) {
-    std::printf(
-        "mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s, wire ext %s%s\n", o.qps,
-        local.size(), o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
-        o.gso ? std::to_string(o.gso).c_str() : "off", io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off",
-        s.ep->config().impair.enabled() ? (", impair " + io::to_string(s.ep->config().impair)).c_str() : "");
+    std::printf("mrc perf: %u QP(s), %zu planes, %s, pmtu %u, cc %s, EV mode %s, GSO %s, wire ext %s%s\n",
+                o.qps, local.size(), o.imm ? "WRITE_IMM" : "WRITE", prm.pmtu, o.cc.c_str(), o.ev_mode.c_str(),
+                o.gso ? std::to_string(o.gso).c_str() : "off",
+                io::qp_wire_ext(mine[0], theirs[0]) ? "on" : "off",
+                s.cfg.impair.enabled() ? (", impair " + io::to_string(s.cfg.impair)).c_str() : "");
     std::printf("%-12s %-12s %-12s %-14s %-12s %-10s %-10s %-8s\n", "#bytes", "#iterations", "BW[Gb/s]",
                 "MsgRate[Mpps]", "DataPkt/s", "Time[s]", "CPU[s]", "rtx");
   }
   // A failed run still shows its counters (with --metrics): they say why it stalled.
   auto fail_run = [&](const std::string& msg) {
-    if (o.metrics) std::fprintf(stderr, "%s\n", io::metrics_json(*s.ep).dump(2).c_str());
+    if (o.metrics) std::fprintf(stderr, "%s\n", metrics_json(s).dump(2).c_str());
     return fail(msg);
   };
   std::vector<SizeResult> results;
@@ -1386,7 +1672,7 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
     j["evs_per_plane"] = prm.evs_per_plane;
     j["region_bytes_per_qp"] = prm.region;
     j["cc"] = o.cc;
-    j["impair"] = io::to_string(s.ep->config().impair);
+    j["impair"] = io::to_string(s.cfg.impair);
     nlohmann::json rs = nlohmann::json::array();
     for (const auto& r : results)
       rs.push_back({{"bytes", r.bytes},
@@ -1423,7 +1709,7 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
     j["verification_windows"] = v.window;
     j["verify_pause_s"] = static_cast<double>(v.pause) * 1e-9;
     j["server_cpu_s"] = server_cpu;
-    if (o.metrics) j["metrics"] = io::metrics_json(*s.ep);
+    if (o.metrics) j["metrics"] = metrics_json(s);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     if (!rtt.empty())
@@ -1437,7 +1723,7 @@ int run_client(const PerfOptions& o, const std::vector<io::IpAddr>& local,
         server_cpu, verified ? "verified" : "MISMATCH", static_cast<unsigned long long>(v.checked),
         static_cast<unsigned long long>(moved), static_cast<unsigned long long>(v.window),
         static_cast<unsigned long long>(v.bad));
-    if (o.metrics) std::printf("%s", io::metrics_prometheus(*s.ep).c_str());
+    if (o.metrics) std::printf("%s", metrics_prometheus(s).c_str());
   }
   if (s.pcap) s.pcap->close();
   return verified ? 0 : 1;
