@@ -26,8 +26,7 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   std::vector<Ev>().swap(cfg_.evs);  // the EV manager holds them now (a 128-EV copy is 1 KB per QP)
   update_timing();
   update_pto();
-  plane_delivered_sent_.assign(ep.config().num_ports, 0);
-  plane_losses_.assign(ep.config().num_ports, 0);
+  planes_.init(ep.config().num_ports);
 }
 
 int Qp::to_init() {
@@ -189,9 +188,8 @@ bool Qp::wants_tx() const {
 
 std::size_t Qp::memory_bytes() const {
   return sizeof(Qp) + evm_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) + sq_.memory_bytes() +
-         sent_.memory_bytes() + probes_.capacity() * sizeof(Probe) + plane_delivered_sent_.capacity() * 8 +
-         rx_.heap_bytes() + plane_losses_.capacity() * 4 + ctrl_.memory_bytes() + dup_queue_.memory_bytes() +
-         dup_sent_.capacity() * 4;
+         sent_.memory_bytes() + probes_.capacity() * sizeof(Probe) + planes_.heap_bytes() + rx_.heap_bytes() +
+         ctrl_.memory_bytes() + dup_queue_.memory_bytes() + dup_sent_.capacity() * 4;
 }
 
 Time Qp::next_deadline() const {
@@ -201,7 +199,7 @@ Time Qp::next_deadline() const {
     const Duration r = rto();
     if (r != kNever) t = std::min(t, sent_.rec(sent_.oldest()).sent + r);
     if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
-    t = std::min(t, rack_timer_);
+    t = std::min(t, rack_.timer());
   }
   t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
@@ -225,7 +223,7 @@ void Qp::on_timer(Time now) {
     --live_probes_;
     if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot, now);
   }
-  if (rack_timer_ <= now) detect_losses(now);
+  if (rack_.timer() <= now) detect_losses(now);
   if (!sent_.none_in_flight()) {
     const Duration r = rto();
     if (r != kNever && rec(sent_.oldest()).sent + r <= now) on_rto(now);

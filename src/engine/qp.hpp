@@ -12,6 +12,8 @@
 #include "engine/endpoint.hpp"
 #include "engine/ev_manager.hpp"
 #include "engine/path_blame.hpp"
+#include "engine/plane_losses.hpp"
+#include "engine/rack.hpp"
 #include "engine/responder.hpp"
 #include "engine/ring.hpp"
 #include "engine/rtt.hpp"
@@ -100,7 +102,8 @@ class Qp {
   /// Acknowledges `psn`. `judged`: the PSN whose retransmission handle_sack judges itself (the
   /// SACK's trigger), snd_nxt_ for none.
   void mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged, Time now);
-  void infer_plane_failure(std::uint8_t plane, Time now);
+  /// D18: `plane` failed (PlaneLosses said so): retire its EVs and resend what is in flight on it.
+  void fail_plane(std::uint8_t plane, Time now);
   void resend_in_flight_on(std::uint8_t port, Time now);
   void detect_losses(Time now);
   void complete_send_wqes(Time now);
@@ -130,7 +133,7 @@ class Qp {
   /// RttEstimator's, unless a tunable fixes them.
   Duration reorder_window() const;
   Duration tail_probe_delay() const;
-  /// A packet was delivered `excess` after RACK's expectation (sent + rack_rtt_): reordering the
+  /// A packet was delivered `excess` after RACK's expectation (sent + RACK's RTT): reordering the
   /// reorder window must cover (D43).
   void note_reordering(Duration excess);
   /// A loss on `slot` confirmed by a SACK of its retransmission (D43, D57): the EV goes ASSUMED_BAD
@@ -196,9 +199,7 @@ class Qp {
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
   std::uint32_t rtx_pending_ = 0;
   std::uint32_t rtx_scan_ = 0;    ///< no lost packet below this PSN
-  Time rack_sent_ = 0;            ///< send time of the most recently sent packet known delivered
-  Duration rack_rtt_ = 0;         ///< RTT of that packet (D43: lost at sent + rack_rtt_ + reorder window)
-  Time rack_timer_ = kNever;      ///< reorder timer: when the oldest packet sent before rack_sent_ is lost
+  Rack rack_;                     ///< time-based loss detection and its reorder timer (D43)
   std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
   Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
   void update_pto() { pto_ = tail_probe_delay() << tlp_backoff_; }
@@ -221,11 +222,7 @@ class Qp {
   /// on_timer() last ran at this time: transmit-driven deadlines (probes) at or before it are
   /// already waiting for a free port in poll_tx and are not reported again.
   Time timer_seen_ = 0;
-  /// Per plane: send time of the newest first transmission known delivered, and how many packets
-  /// sent after it were declared lost since (plane-failure inference).
-  std::vector<Time> plane_delivered_sent_;
-  std::vector<std::uint32_t> plane_losses_;
-  static constexpr std::uint32_t kPlaneFailureMax = 8;  ///< D59: plane_failure_losses raised at most to this
+  PlaneLosses planes_;  ///< runs of losses per plane: plane-failure inference (D18, D59)
   /// D56: PSNs whose second copy is still to be sent (at most kDupQueueMax), and the PSNs that got
   /// one lately (psn + 1, 0 = empty), whose expected duplicate arrival is no spurious retransmission.
   /// Both allocated at the first failover.

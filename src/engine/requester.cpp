@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <cmath>
 
 #include "engine/qp.hpp"
 
@@ -215,10 +214,9 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
             static_cast<std::uint8_t>(cause == LossCause::kTimeout ? EvCause::kTimeout : EvCause::kLoss);
         const std::uint8_t plane = evm_.ev(r.ev_slot).port;
         // A tail-loss probe is a guess, not evidence against the plane (D18).
-        if (cause != LossCause::kTail && r.sent > plane_delivered_sent_[plane]) {
-          ++plane_losses_[plane];
-          infer_plane_failure(plane, now);
-        }
+        if (cause != LossCause::kTail && planes_.on_lost(plane, r.sent, ep_.config().tun.plane_failure_losses,
+                                                         [&] { return blame_.rate(ctr_.tx_data); }))
+          fail_plane(plane, now);
       }
       break;
     case LossCause::kPort:
@@ -260,11 +258,7 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
     if (r.ev_slot != EvManager::kNone) {
       if (evm_.on_delivered(r.ev_slot, r.sent))  // D57: it survived its last confirmed loss
         blame_.on_survived(evm_.loss_history(r.ev_slot));
-      const std::uint8_t plane = evm_.ev(r.ev_slot).port;
-      if (r.sent > plane_delivered_sent_[plane]) {
-        plane_delivered_sent_[plane] = r.sent;
-        plane_losses_[plane] = 0;
-      }
+      planes_.on_delivered(evm_.ev(r.ev_slot).port, r.sent);
     }
   }
   ctr_.bytes_acked += r.len;
@@ -279,20 +273,9 @@ void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newes
   }
 }
 
-void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
-  std::uint32_t threshold = ep_.config().tun.plane_failure_losses;
-  if (threshold == 0 || plane_losses_[plane] < threshold) return;
-  // D59: that many losses in a row must be rarer than 1e-5 at the QP's random loss rate (5 %: 4).
-  const double rate = blame_.rate(ctr_.tx_data);
-  double p = std::pow(rate, threshold);
-  while (p >= 1e-5 && threshold < kPlaneFailureMax) {
-    ++threshold;
-    p *= rate;
-  }
-  if (plane_losses_[plane] < threshold) return;
+void Qp::fail_plane(std::uint8_t plane, Time now) {
   // Several losses on the plane and nothing sent on it since has arrived, while other planes
   // deliver: the plane has failed. Retire all its EVs now instead of losing a packet on each.
-  plane_losses_[plane] = 0;
   for (std::uint16_t s = 0; s < evm_.size(); ++s)
     if (evm_.ev(s).port == plane && evm_.is_active(s)) evm_.on_failure(s, EvCause::kLoss, now);
   // Backups promoted meanwhile are on the same plane: retire them too.
@@ -309,20 +292,8 @@ void Qp::infer_plane_failure(std::uint8_t plane, Time now) {
 }
 
 void Qp::detect_losses(Time now) {
-  // RACK (RFC 8985 as the model, D43): a packet sent before the newest delivered one is lost once
-  // it is a reorder window later than that packet's RTT would bring its SACK; until then the
-  // reorder timer waits for it. The list is in send order, so its head decides.
-  rack_timer_ = kNever;
-  const Duration wait = rack_rtt_ + reorder_window();
-  while (!sent_.none_in_flight()) {
-    const TxRec& r = rec(sent_.oldest());
-    if (r.sent >= rack_sent_) break;  // nothing sent after it is known delivered: the tail probe's job
-    if (r.sent + wait > now) {
-      rack_timer_ = r.sent + wait;
-      break;
-    }
-    mark_lost(sent_.oldest(), LossCause::kLoss, now);
-  }
+  rack_.detect(sent_, reorder_window(), now,
+               [&](std::uint32_t psn) { mark_lost(psn, LossCause::kLoss, now); });
 }
 
 void Qp::note_reordering(Duration excess) {
@@ -452,12 +423,8 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
       on_rtt_sample(rtt);
       // RACK: this copy's send time is known delivered. A first transmission delivered after one
       // sent later had been reported shows how far the paths reorder beyond that one's RTT.
-      if (trig.tx_count == 1)
-        note_reordering(trig.sent < rack_sent_ && rtt > rack_rtt_ ? rtt - rack_rtt_ : 0);
-      if (trig.sent > rack_sent_) {
-        rack_sent_ = trig.sent;
-        rack_rtt_ = rtt;
-      }
+      if (trig.tx_count == 1) note_reordering(rack_.excess(trig.sent, rtt));
+      rack_.on_delivered(trig.sent, rtt);
     }
     if (rtx_echo && dup_echo && trig.tx_count >= 2) {
       // Counted below.
@@ -492,10 +459,7 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
       pr.live = false;
       --live_probes_;
       // Everything sent before the probe should have been reported by now.
-      if (pr.sent > rack_sent_) {
-        rack_sent_ = pr.sent;
-        rack_rtt_ = now - pr.sent;
-      }
+      rack_.on_delivered(pr.sent, now - pr.sent);
       if (!pr.tail && pr.ev_slot != EvManager::kNone) evm_.on_probe_success(pr.ev_slot, now);
     }
   }
@@ -503,10 +467,7 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
     peer_mpr_adv_ = s.mpr;
     update_window();
   }
-  if (newest_sent > rack_sent_) {
-    rack_sent_ = newest_sent;
-    rack_rtt_ = now - newest_sent;  // includes SACK coalescing, as RFC 8985's RACK.rtt
-  }
+  if (newest_sent != 0) rack_.on_delivered(newest_sent, now - newest_sent);  // coalescing included
   if (newly > 0) {
     retries_ = 0;
     last_progress_ = now;
@@ -568,10 +529,7 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
     std::uint32_t newly = 0;
     Time newest = 0;
     ack_cumulative(new_una, newly, newest, snd_nxt_, now);
-    if (newest > rack_sent_) {
-      rack_sent_ = newest;
-      rack_rtt_ = now - newest;
-    }
+    if (newest != 0) rack_.on_delivered(newest, now - newest);
     cc::AckSample s;
     s.newly_acked_bytes = newly;
     cc_.on_ack(s, now);

@@ -1,0 +1,59 @@
+// Rack: the requester's time-based loss detection (RFC 8985 RACK as the model, D43). It keeps the
+// send time and RTT of the newest packet known delivered (by send time); a packet still in flight
+// that was sent before it is lost once it is a reorder window later than that RTT would have
+// brought its SACK; until then the reorder timer waits for the oldest such packet. Packets sent
+// after the newest delivered one are the tail probe's job, not RACK's.
+#pragma once
+#include <cstdint>
+
+#include "common/time.hpp"
+#include "engine/sent_packets.hpp"
+
+namespace mrc::engine {
+
+class Rack {
+ public:
+  /// A packet sent at `sent` is known delivered, `rtt` after it left (SACK coalescing included).
+  /// Only a newer send time moves the reference.
+  void on_delivered(Time sent, Duration rtt) {
+    if (sent > sent_) {
+      sent_ = sent;
+      rtt_ = rtt;
+    }
+  }
+  /// How far a first transmission sent at `sent` and delivered `rtt` after it came behind
+  /// RACK's expectation: > 0 when a later-sent packet had been reported before it (reordering the
+  /// reorder window must cover), else 0.
+  Duration excess(Time sent, Duration rtt) const { return sent < sent_ && rtt > rtt_ ? rtt - rtt_ : 0; }
+
+  /// Declares lost (calls `lost(psn)`, which must take the PSN out of flight) every packet of
+  /// `sent` that RACK can judge and whose time is up at `now`, oldest first; sets the reorder
+  /// timer for the first one whose time is not up yet.
+  template <class Lost>
+  void detect(const SentPackets& sent, Duration reorder_window, Time now, Lost&& lost) {
+    timer_ = kNever;
+    const Duration wait = rtt_ + reorder_window;
+    while (!sent.none_in_flight()) {
+      const std::uint32_t psn = sent.oldest();
+      const TxRec& r = sent.rec(psn);
+      if (r.sent >= sent_) break;  // nothing sent after it is known delivered
+      if (r.sent + wait > now) {
+        timer_ = r.sent + wait;
+        break;
+      }
+      lost(psn);
+    }
+  }
+
+  /// When detect() must run again (kNever: no packet waits for RACK).
+  Time timer() const { return timer_; }
+  Time newest_delivered_sent() const { return sent_; }
+  Duration rtt() const { return rtt_; }
+
+ private:
+  Time sent_ = 0;        ///< send time of the newest packet known delivered
+  Duration rtt_ = 0;     ///< its RTT
+  Time timer_ = kNever;  ///< reorder timer: the oldest packet sent before sent_ is lost then
+};
+
+}  // namespace mrc::engine

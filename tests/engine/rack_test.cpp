@@ -1,0 +1,90 @@
+// Rack (time-based loss detection, D43) on its own, over a SentPackets tracker filled by hand.
+#include "engine/rack.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace mrc::engine {
+namespace {
+
+constexpr std::uint32_t kPsn0 = 0xFFFFFA;  // the 24-bit PSN wraps inside the tests
+constexpr Duration kUs = 1000;
+
+/// `n` packets in flight, packet i sent at i us.
+struct Flight {
+  SentPackets sp;
+  explicit Flight(std::uint32_t n) {
+    sp.init(64, 64);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint32_t psn = psn_add(kPsn0, static_cast<std::int32_t>(i));
+      TxRec& r = sp.rec(psn);
+      r = TxRec{};
+      r.sent = i * kUs;
+      r.flags = kValid | kInFlight;
+      sp.push(psn);
+    }
+  }
+  std::uint32_t psn(std::uint32_t i) const { return psn_add(kPsn0, static_cast<std::int32_t>(i)); }
+  /// Runs detect(); returns the indices declared lost (taken out of flight).
+  std::vector<std::uint32_t> detect(Rack& rack, Duration reorder, Time now) {
+    std::vector<std::uint32_t> lost;
+    rack.detect(sp, reorder, now, [&](std::uint32_t p) {
+      lost.push_back(static_cast<std::uint32_t>(psn_diff(p, kPsn0)));
+      sp.remove(p);
+    });
+    return lost;
+  }
+};
+
+TEST(Rack, NothingIsLostBeforeALaterPacketIsDelivered) {
+  Flight f(8);
+  Rack rack;
+  EXPECT_TRUE(f.detect(rack, 2 * kUs, 1'000 * kUs).empty());  // the tail probe's job
+  EXPECT_EQ(rack.timer(), kNever);
+}
+
+TEST(Rack, APacketSentBeforeTheNewestDeliveredIsLostOneReorderWindowLate) {
+  Flight f(8);
+  Rack rack;
+  // Packet 5 (sent at 5 us) delivered with a 10 us RTT: packets 0-4 are expected by sent + 10 us
+  // and lost a reorder window (2 us) later: packet 0 at 12 us, packet 4 at 16 us.
+  f.sp.remove(f.psn(5));
+  rack.on_delivered(5 * kUs, 10 * kUs);
+  EXPECT_TRUE(f.detect(rack, 2 * kUs, 11 * kUs).empty());
+  EXPECT_EQ(rack.timer(), 12 * kUs);  // the reorder timer for packet 0
+  EXPECT_EQ(f.detect(rack, 2 * kUs, 14 * kUs), (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_EQ(rack.timer(), 15 * kUs);
+  EXPECT_EQ(f.detect(rack, 2 * kUs, 100 * kUs), (std::vector<std::uint32_t>{3, 4}));
+  EXPECT_EQ(rack.timer(), kNever);  // 6 and 7 were sent after the newest delivered packet
+  EXPECT_EQ(f.sp.oldest(), f.psn(6));
+}
+
+TEST(Rack, OnlyANewerSendTimeMovesTheReference) {
+  Rack rack;
+  rack.on_delivered(5 * kUs, 10 * kUs);
+  rack.on_delivered(3 * kUs, 4 * kUs);  // an older packet's delivery: reordering, not a reference
+  EXPECT_EQ(rack.newest_delivered_sent(), 5 * kUs);
+  EXPECT_EQ(rack.rtt(), 10 * kUs);
+  // That older packet came 3 us behind the expectation only if its RTT exceeds RACK's.
+  EXPECT_EQ(rack.excess(3 * kUs, 13 * kUs), 3 * kUs);
+  EXPECT_EQ(rack.excess(3 * kUs, 9 * kUs), 0u);
+  EXPECT_EQ(rack.excess(6 * kUs, 20 * kUs), 0u);  // sent after the reference: no reordering shown
+  rack.on_delivered(7 * kUs, 2 * kUs);
+  EXPECT_EQ(rack.newest_delivered_sent(), 7 * kUs);
+  EXPECT_EQ(rack.rtt(), 2 * kUs);
+}
+
+TEST(Rack, AWiderReorderWindowWaitsLonger) {
+  for (Duration reorder : {0 * kUs, 3 * kUs, 9 * kUs}) {
+    Flight f(4);
+    Rack rack;
+    f.sp.remove(f.psn(3));
+    rack.on_delivered(3 * kUs, 5 * kUs);
+    EXPECT_TRUE(f.detect(rack, reorder, 5 * kUs + reorder - 1).empty()) << reorder;
+    EXPECT_EQ(f.detect(rack, reorder, 5 * kUs + reorder), (std::vector<std::uint32_t>{0})) << reorder;
+  }
+}
+
+}  // namespace
+}  // namespace mrc::engine
