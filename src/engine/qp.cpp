@@ -53,7 +53,7 @@ int Qp::to_rts(Time now) {
   // The send queue and the PSN ring are allocated by the first post_send: a QP that only
   // receives (half of all QPs in a permutation) never needs them.
   snd_una_ = snd_nxt_ = remote_.sq_psn;
-  rtx_scan_ = snd_una_;
+  sent_.start(snd_una_);
   last_progress_ = now;
   state_ = QpState::kRts;
   return 0;
@@ -182,7 +182,7 @@ bool Qp::wants_tx() const {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
   if (!ctrl_.empty()) return true;
   if (state_ != QpState::kRts) return false;
-  return rtx_pending_ > 0 || sq_unsent_ > 0 || !dup_queue_.empty() || tail_probe_at_ != kNever ||
+  return sent_.lost() > 0 || sq_unsent_ > 0 || !dup_queue_.empty() || tail_probe_at_ != kNever ||
          evm_.next_probe_time() != kNever;
 }
 
@@ -295,7 +295,7 @@ bool Qp::poll_requester(TxPacket& out, std::uint32_t ports, Time now) {
   }
   // 2. Retransmissions, oldest gap first.
   std::uint32_t psn = 0;
-  if (rtx_pending_ > 0 && next_rtx(psn)) {
+  if (sent_.lost() > 0 && sent_.next_lost(snd_una_, snd_nxt_, psn)) {
     const TxRec& r = rec(psn);
     // A (dynamic) MPR shrink can leave lost packets past the window edge: they wait.
     if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns()) return false;

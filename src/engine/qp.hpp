@@ -112,7 +112,6 @@ class Qp {
   /// The data packet of record `r` (PSN `psn`) but for ack_req; true if it ends its message.
   [[gnu::always_inline]] inline bool fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn,
                                                bool rtx) const;
-  bool next_rtx(std::uint32_t& psn);
   /// D56: whether `plane` is known failed for this QP (its port or the peer's is down, or no GOOD
   /// active EV is left on it).
   bool plane_failed(std::uint8_t plane) const;
@@ -195,10 +194,8 @@ class Qp {
   std::uint16_t next_msn_ = 0;
   std::uint16_t next_rqmsn_ = 0;
   std::uint32_t wimm_outstanding_ = 0;
-  SentPackets sent_;  ///< a record per PSN in [snd_una_, snd_nxt_), and the in-flight list
+  SentPackets sent_;  ///< a record per PSN in [snd_una_, snd_nxt_), the in-flight list, the lost ones
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
-  std::uint32_t rtx_pending_ = 0;
-  std::uint32_t rtx_scan_ = 0;    ///< no lost packet below this PSN
   Rack rack_;                     ///< time-based loss detection and its reorder timer (D43)
   std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
   Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()

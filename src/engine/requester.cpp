@@ -78,7 +78,7 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   wire::Packet p;
   const bool last = fill_data(p, r, psn, rtx);
   const std::uint32_t in_flight_after = static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_));
-  const bool nothing_more = rtx_pending_ <= (rtx ? 1u : 0u) && sq_unsent_ == 0;
+  const bool nothing_more = sent_.lost() <= (rtx ? 1u : 0u) && sq_unsent_ == 0;
   // Ask for an immediate SACK at message ends, on retransmissions, on the last packet we have to
   // send, and when this packet closes the MPR or congestion window (judged after charging it: a
   // window of a few packets that never asks would wait for the 16 KiB coalescing threshold).
@@ -87,7 +87,7 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
                   !cc_.can_send(cfg_.pmtu + kPktOverhead) || in_flight_after + 1 >= window_psns();
 
   if (rtx) {
-    --rtx_pending_;
+    sent_.lost_done();
     ++ctr_.tx_rtx;
     switch (static_cast<LossCause>(r.lost_cause)) {
       case LossCause::kNack:
@@ -175,28 +175,11 @@ bool Qp::expected_dup(std::uint32_t psn) {
   return false;
 }
 
-bool Qp::next_rtx(std::uint32_t& psn) {
-  if (psn_lt(rtx_scan_, snd_una_)) rtx_scan_ = snd_una_;
-  for (std::uint32_t p = rtx_scan_; psn_lt(p, snd_nxt_); p = psn_add(p, 1)) {
-    if (rec(p).flags & kLost) {
-      rtx_scan_ = p;
-      psn = p;
-      return true;
-    }
-  }
-  rtx_scan_ = snd_nxt_;
-  rtx_pending_ = 0;  // defensive: nothing was found
-  return false;
-}
-
 void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
   TxRec& r = rec(psn);
   if (!(r.flags & kInFlight) || (r.flags & kSacked)) return;
-  sent_.remove(psn);
-  r.flags = static_cast<std::uint8_t>((r.flags & ~kInFlight) | kLost);
+  sent_.mark_lost(psn);
   r.lost_cause = static_cast<std::uint8_t>(cause);
-  ++rtx_pending_;
-  if (psn_lt(psn, rtx_scan_)) rtx_scan_ = psn;
   const std::uint32_t bytes = r.len + kPktOverhead;
   switch (cause) {
     case LossCause::kNack:
@@ -238,7 +221,7 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   }
   if (r.flags & kLost) {
     r.flags &= static_cast<std::uint8_t>(~kLost);
-    if (rtx_pending_ > 0) --rtx_pending_;
+    sent_.lost_done();
     // Declared lost by RACK but delivered after all: reordering the window did not cover.
     if (r.tx_count == 1 && static_cast<LossCause>(r.lost_cause) == LossCause::kLoss)
       note_reordering(reorder_window());  // widen by a quarter
@@ -350,7 +333,6 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
   wimm_outstanding_ = 0;
   rx_.flush_recvs();
   sent_.clear_in_flight();
-  rtx_pending_ = 0;
   ctrl_.clear();
   tail_probe_at_ = kNever;
   for (Probe& p : probes_) p.live = false;

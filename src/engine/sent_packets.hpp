@@ -91,8 +91,44 @@ class SentPackets {
       tail_ = r.prev;
     r.prev = r.next = kNone;
   }
-  /// Forgets the whole list (the QP failed); the records stay.
-  void clear_in_flight() { head_ = tail_ = kNone; }
+  /// Forgets the whole list and the lost packets waiting (the QP failed); the records stay.
+  void clear_in_flight() {
+    head_ = tail_ = kNone;
+    lost_ = 0;
+  }
+
+  // The retransmission queue: records flagged kLost, taken oldest PSN first ("oldest gap first")
+  // through a cursor below which no record is lost, so finding the next costs no rescan.
+  /// From `psn` on (RTS: the first PSN) nothing is lost.
+  void start(std::uint32_t psn) { scan_ = psn; }
+  /// Takes `psn` (in flight) out of the list as lost: it waits for its retransmission.
+  void mark_lost(std::uint32_t psn) {
+    remove(psn);
+    TxRec& r = rec(psn);
+    r.flags = static_cast<std::uint8_t>((r.flags & ~kInFlight) | kLost);
+    ++lost_;
+    if (psn_lt(psn, scan_)) scan_ = psn;
+  }
+  /// A lost record no longer waits: acknowledged after all, or resent (the caller clears kLost).
+  void lost_done() {
+    if (lost_ > 0) --lost_;
+  }
+  /// Lost packets waiting for their retransmission.
+  std::uint32_t lost() const { return lost_; }
+  /// The oldest lost PSN in [una, nxt); false (and the count reset) when there is none.
+  bool next_lost(std::uint32_t una, std::uint32_t nxt, std::uint32_t& psn) {
+    if (psn_lt(scan_, una)) scan_ = una;
+    for (std::uint32_t p = scan_; psn_lt(p, nxt); p = psn_add(p, 1)) {
+      if (rec(p).flags & kLost) {
+        scan_ = p;
+        psn = p;
+        return true;
+      }
+    }
+    scan_ = nxt;
+    lost_ = 0;  // defensive: nothing was found
+    return false;
+  }
 
   std::size_t memory_bytes() const { return ring_.capacity() * sizeof(TxRec); }
 
@@ -101,6 +137,8 @@ class SentPackets {
   std::uint32_t mask_ = 0;
   std::uint32_t max_ = 0;
   std::uint32_t head_ = kNone, tail_ = kNone;
+  std::uint32_t lost_ = 0;  ///< records flagged kLost
+  std::uint32_t scan_ = 0;  ///< no lost record below this PSN
 };
 
 }  // namespace mrc::engine

@@ -102,5 +102,49 @@ TEST(SentPackets, MatchesAListUnderRandomSendsAcksAndGrowth) {
   EXPECT_GT(s.slots(), 16u);  // it grew
 }
 
+TEST(SentPackets, LostPacketsAreRetransmittedOldestFirst) {
+  // The retransmission queue: whatever order losses are declared in, the next one to resend is
+  // the lowest lost PSN at or above una; acknowledged or resent ones leave it; across the wrap.
+  constexpr std::uint32_t kUna = 0xFFFFF8;
+  SentPackets s;
+  s.init(64, 64);
+  s.start(kUna);
+  auto at = [](std::uint32_t i) { return psn_add(kUna, static_cast<std::int32_t>(i)); };
+  const std::uint32_t nxt = at(20);
+  for (std::uint32_t i = 0; i < 20; ++i) {
+    s.rec(at(i)) = TxRec{};
+    s.rec(at(i)).flags = kValid | kInFlight;
+    s.push(at(i));
+  }
+  std::uint32_t psn = 0;
+  EXPECT_EQ(s.lost(), 0u);
+  EXPECT_FALSE(s.next_lost(kUna, nxt, psn));
+  for (std::uint32_t i : {12u, 3u, 17u, 9u}) s.mark_lost(at(i));  // declared out of order
+  EXPECT_EQ(s.lost(), 4u);
+  EXPECT_EQ(in_flight(s).size(), 16u);  // taken out of flight
+  ASSERT_TRUE(s.next_lost(kUna, nxt, psn));
+  EXPECT_EQ(psn, at(3));
+  // Resent: it leaves the queue (the caller clears kLost and puts it back in flight).
+  s.rec(psn).flags = static_cast<std::uint8_t>((s.rec(psn).flags & ~kLost) | kInFlight);
+  s.push(psn);
+  s.lost_done();
+  ASSERT_TRUE(s.next_lost(kUna, nxt, psn));
+  EXPECT_EQ(psn, at(9));
+  // A loss declared below the cursor comes first again.
+  s.mark_lost(at(5));
+  ASSERT_TRUE(s.next_lost(kUna, nxt, psn));
+  EXPECT_EQ(psn, at(5));
+  // una passing a lost PSN (acknowledged after all) skips it.
+  s.rec(at(5)).flags = kValid | kSacked;
+  s.rec(at(9)).flags = kValid | kSacked;
+  s.lost_done();
+  s.lost_done();
+  ASSERT_TRUE(s.next_lost(at(10), nxt, psn));
+  EXPECT_EQ(psn, at(12));
+  EXPECT_EQ(s.lost(), 2u);  // 12 and 17
+  s.clear_in_flight();      // the QP failed
+  EXPECT_EQ(s.lost(), 0u);
+}
+
 }  // namespace
 }  // namespace mrc::engine
