@@ -123,7 +123,7 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
       }
     }
     ack_plane_ = plane;
-    (void)rx_.take_arrival_planes();
+    rx_.clear_arrival_planes();
   }
   std::uint16_t slot = EvManager::kNone;
   if ((ports >> plane) & 1u) slot = evm_.pick_on_port(plane);

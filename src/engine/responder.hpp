@@ -64,13 +64,9 @@ class Responder {
   /// lowest arrival no SACK reported yet when they do not fit in 64 PSNs from the expected one (D3);
   /// true when some still do not fit: the QP queues another SACK for them.
   bool fill_sack(wire::Seth& s);
-  /// Planes data arrived on since the last call (a bit per plane): where SACKs may go.
-  std::uint32_t take_arrival_planes() {
-    const std::uint32_t m = rx_planes_;
-    rx_planes_ = 0;
-    return m;
-  }
+  /// Planes data arrived on since clear_arrival_planes() (a bit per plane): where SACKs may go.
   std::uint32_t arrival_planes() const { return rx_planes_; }
+  void clear_arrival_planes() { rx_planes_ = 0; }
 
   /// Responder window in PSNs: what we advertise (dynamic MPR) or mpr_dest.
   std::uint32_t window() const { return window_; }

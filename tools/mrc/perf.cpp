@@ -38,8 +38,10 @@
 #include <string>
 #include <vector>
 
+#include "api/ctl.hpp"
 #include "api/device_tuning.hpp"
 #include "api/profile_store.hpp"
+#include "api/profile_toml.hpp"
 #include "api/vendor_cfg.hpp"
 #include "cli_checks.hpp"
 #include "common/rng.hpp"
@@ -348,99 +350,49 @@ bool add_auth_key(io::ConnInfo& c, std::string& err) {
   return io::random_mac_key(c.auth_key, err);
 }
 
-/// "what: strerror(errno) (the controller's reason)".
-std::string ctl_error(const char* what, mrc_context* ctx) {
-  std::string e = std::string(what) + ": " + std::strerror(errno);
-  if (const char* why = mrc_ctl_last_error(ctx); why != nullptr && *why != '\0')
-    e += std::string(" (") + why + ")";
-  return e;
-}
-
 constexpr std::uint64_t kProfileId = 1;  ///< perf's EV format, EV and CC profile on its own device
 
-/// The QPs' EV set and congestion control as profiles of the session's device, programmed through
-/// mrc_ctl.h on perf's own context as a controller would (docs/perf.md): an explicit EV profile
-/// holding the EVs engine::make_ev_set(planes, evs, backup) makes (STEV format 16 + 16 bits, source
-/// port 0 and the value as flow label, so each EV keeps that value: D37), and a CC profile with no
-/// CC or NSCC derived for --rate per plane. Which of the EVs are active comes with each QP's vendor
+/// The QPs' EV set and congestion control as profiles of the session's device, applied through
+/// mrc_ctl.h on perf's own context as a controller would, by the code `mrc ctl apply` runs
+/// (api::apply_profiles; docs/perf.md): an explicit EV profile holding the EVs
+/// engine::make_ev_set(planes, evs, backup) makes (STEV format 16 + 16 bits, source port 0 and the
+/// value as flow label, so each EV keeps that value: D37), and a CC profile with no CC or NSCC
+/// derived for --rate per plane. Which of the EVs are active comes with each QP's vendor
 /// configuration (make_vendor_cfg).
 bool program_profiles(Session& s, const PerfOptions& o, const Params& prm, std::string& err) {
-  mrc_context* ctx = s.ctx;
-  mrc_ctl_ev_fmt_field widths[2] = {{16}, {16}};
-  mrc_ctl_ev_fmt_profile_attr f{};
-  f.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  f.ev_fmt_mode = MRC_CTL_EV_FMT_MODE_STEV;
-  f.ev_fmt_op.op = MRC_CTL_EV_FMT_OP_MODIFY_FIELDS;
-  f.ev_fmt_op.fmt_fields = widths;
-  f.ev_fmt_op.fmt_field_count = 2;
-  if (mrc_ctl_modify_ev_fmt_profile(
-          ctx, kProfileId, &f,
-          MRC_CTL_EV_FMT_PROFILE_STATE | MRC_CTL_EV_FMT_PROFILE_MODE | MRC_CTL_EV_FMT_PROFILE_OP) != 0)
-    return err = ctl_error("EV format profile", ctx), false;
-  f = mrc_ctl_ev_fmt_profile_attr{};
-  f.profile_state = MRC_CTL_PROFILE_ONLINE;
-  if (mrc_ctl_modify_ev_fmt_profile(ctx, kProfileId, &f, MRC_CTL_EV_FMT_PROFILE_STATE) != 0)
-    return err = ctl_error("EV format profile", ctx), false;
-
-  const std::vector<engine::Ev> evs =
-      engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane);
-  mrc_ctl_ev_field fields[2] = {{16, 0, 0, 0xFFFF, 0xFFFF}, {16, 0, 0, 0xFFFF, 0xFFFF}};
-  mrc_ctl_ev_profile_attr e{};
-  e.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  e.ev_mode = MRC_CTL_EV_MODE_EXP;
-  e.ev_fmt_profile_id = kProfileId;
-  e.ev_count = static_cast<std::uint32_t>(evs.size());
-  e.ev_min_active = 1;
-  e.ev_event_mask = 0;  // perf reads no EV events
-  e.ev_fields_op.op = MRC_CTL_EV_FIELDS_OP_MODIFY_FIELDS;
-  e.ev_fields_op.fields = fields;
-  e.ev_fields_op.field_count = 2;
-  if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e,
-                                MRC_CTL_EV_PROFILE_STATE | MRC_CTL_EV_PROFILE_MODE |
-                                    MRC_CTL_EV_PROFILE_FMT_ID | MRC_CTL_EV_PROFILE_COUNT |
-                                    MRC_CTL_EV_PROFILE_MIN_ACTIVE | MRC_CTL_EV_PROFILE_EVENT_MASK |
-                                    MRC_CTL_EV_PROFILE_EV_FIELDS_OP) != 0)
-    return err = ctl_error("EV profile", ctx), false;
-  std::vector<mrc_ctl_ev_op_entry> ops(evs.size());
-  for (std::size_t i = 0; i < evs.size(); ++i) {
-    mrc_ctl_ev_op_entry& x = ops[i];
-    x = mrc_ctl_ev_op_entry{};  // ev: unpopulated, so each fills the next free entry, in this order
-    x.ev_new.val[2] = static_cast<std::uint8_t>(evs[i].value >> 8);
-    x.ev_new.val[3] = static_cast<std::uint8_t>(evs[i].value);
-    x.ev_new.port = static_cast<std::uint8_t>(evs[i].port + 1);
+  api::ProfileFile f;
+  f.file = "mrc perf's profiles";
+  api::FmtDef& fmt = f.fmts.emplace_back();
+  fmt.id = kProfileId;
+  fmt.mode = MRC_CTL_EV_FMT_MODE_STEV;
+  fmt.widths = {{16}, {16}};
+  api::EvDef& ev = f.evps.emplace_back();
+  ev.id = kProfileId;
+  ev.mode = MRC_CTL_EV_MODE_EXP;
+  ev.fmt_id = kProfileId;
+  ev.fields = {{16, 0, 0, 0xFFFF, 0xFFFF}, {16, 0, 0, 0xFFFF, 0xFFFF}};
+  ev.event_mask = 0;  // perf reads no EV events
+  for (const engine::Ev& e : engine::make_ev_set(prm.planes, prm.evs_per_plane, prm.backup_per_plane)) {
+    mrc_ctl_ev_op_entry& x = ev.evs.emplace_back();  // ev unpopulated: each fills the next free entry
+    x.ev_new.val[2] = static_cast<std::uint8_t>(e.value >> 8);
+    x.ev_new.val[3] = static_cast<std::uint8_t>(e.value);
+    x.ev_new.port = static_cast<std::uint8_t>(e.port + 1);
     x.state = MRC_CTL_EV_GOOD;
   }
-  e = mrc_ctl_ev_profile_attr{};
-  e.ev_op.op = MRC_CTL_EV_OP_REPLACE_EV;
-  e.ev_op.entries = ops.data();
-  e.ev_op.entry_count = static_cast<int>(ops.size());
-  if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e, MRC_CTL_EV_PROFILE_EV_OP) != 0)
-    return err = ctl_error("EV profile", ctx), false;
-  e = mrc_ctl_ev_profile_attr{};
-  e.profile_state = MRC_CTL_PROFILE_ONLINE;
-  if (mrc_ctl_modify_ev_profile(ctx, kProfileId, &e, MRC_CTL_EV_PROFILE_STATE) != 0)
-    return err = ctl_error("EV profile", ctx), false;
-
-  mrc_ctl_cc_profile_attr c{};
-  c.profile_state = MRC_CTL_PROFILE_OFFLINE;
-  int mask = MRC_CTL_CC_PROFILE_STATE | MRC_CTL_CC_PROFILE_ALGORITHM;
-  mrc_ctl_cc_nscc_cfg nscc{};
+  ev.count = static_cast<std::uint32_t>(ev.evs.size());
+  api::CcDef& cc = f.ccs.emplace_back();
+  cc.id = kProfileId;
+  cc.algorithm = "none";
   if (prm.cc == 1) {
     // The UET derivation for the QP's line rate (all planes) and a 20 us base RTT; the rate itself
     // reaches NSCC through the vendor configuration (OCP's NSCC struct has no line rate).
-    nscc = api::ProfileStore::nscc_to_ctl(cc::NsccConfig::derive(
+    cc.algorithm = "uet-1.0-nscc";
+    cc.cfg = api::ProfileStore::nscc_to_ctl(cc::NsccConfig::derive(
         static_cast<std::uint64_t>(o.rate_gbps * 1e9 * prm.planes), 20'000, prm.pmtu + 64, false));
-    c.algorithm = "uet-1.0-nscc";
-    c.cc_config = &nscc;
-    mask |= MRC_CTL_CC_PROFILE_CONFIG;
   }
-  if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, mask) != 0)
-    return err = ctl_error("CC profile", ctx), false;
-  c = mrc_ctl_cc_profile_attr{};
-  c.profile_state = MRC_CTL_PROFILE_ONLINE;
-  if (mrc_ctl_modify_cc_profile(ctx, kProfileId, &c, MRC_CTL_CC_PROFILE_STATE) != 0)
-    return err = ctl_error("CC profile", ctx), false;
-  return true;
+  const api::ApplyResult r = api::apply_profiles(api::ctl_handle(s.ctx), f);
+  if (r.rc != 0) err = r.message;
+  return r.rc == 0;
 }
 
 /// The settings of a QP that OCP's attributes do not carry (src/api/vendor_cfg.hpp, docs/api.md):
