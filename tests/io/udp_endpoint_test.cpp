@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -231,12 +232,13 @@ TEST(UdpEndpoint, ControlCallsRunWhileTheApplicationDrivesProgress) {
     }
   });
   const std::size_t ok = move_all_app_driven(p, 16u << 20, kMsg);
-  while (calls.load() < 100) p.a->progress(0);  // more than a handful were served meanwhile
+  const int served = calls.load();  // during the transfer, between the application's rounds
   done = true;
   ctl.join();
   EXPECT_EQ(ok, (16u << 20) / kMsg);
   EXPECT_TRUE(std::equal(p.src.begin(), p.src.begin() + (16u << 20), p.dst.begin()));
-  EXPECT_GE(calls.load(), 100);
+  EXPECT_GT(served, 0);
+  std::printf("control calls served during the transfer: %d\n", served);
 }
 
 TEST(UdpEndpoint, UnknownSourceIsDroppedAndNeverWritesMemory) {
