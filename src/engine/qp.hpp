@@ -228,7 +228,6 @@ class Qp {
   static constexpr std::size_t kDupSentSlots = 64;
   std::vector<std::uint32_t> dup_sent_;
   std::uint32_t dup_sent_next_ = 0;
-  static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes CC charges per packet beyond payload
 
   // replies
   Ring<CtrlTx> ctrl_;  ///< 16 entries at the first control packet, grown up to kCtrlMax

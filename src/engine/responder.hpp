@@ -77,8 +77,6 @@ class Responder {
     return rcvd_.memory_bytes() + wimm_.capacity() * sizeof(WimmSlot) + rq_.memory_bytes();
   }
 
-  static constexpr std::uint32_t kPktOverhead = 64;  ///< bytes counted per packet beyond payload (CC)
-
  private:
   struct WimmSlot {
     bool valid = false;

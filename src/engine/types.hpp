@@ -7,6 +7,10 @@
 
 namespace mrc::engine {
 
+/// Bytes CC counts per packet beyond its payload: what the requester charges a packet and what the
+/// responder reports as received (SACK rcvd_bytes), so the two must be the same constant.
+inline constexpr std::uint32_t kPktOverhead = 64;
+
 inline constexpr std::uint32_t kMaxPorts = 32;
 
 /// An entropy value: the raw 32-bit EV (as reflected in SACK/NACK) and the port (plane) it leaves on.
