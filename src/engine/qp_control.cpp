@@ -17,13 +17,13 @@ void Qp::on_packet(const wire::Packet& p, const RxMeta& meta, Time now) {
   using wire::Opcode;
   switch (p.bth.opcode) {
     case Opcode::kSack:
-      if (state_ == QpState::kRts) handle_sack(p, meta, now);
+      if (state_ == QpState::kRts) req_.handle_sack(p, now);
       break;
     case Opcode::kNack:
-      if (state_ == QpState::kRts) handle_nack(p, now);
+      if (state_ == QpState::kRts) req_.handle_nack(p, now);
       break;
     case Opcode::kAck:
-      if (state_ == QpState::kRts) handle_aeth(p, now);
+      if (state_ == QpState::kRts) req_.handle_aeth(p, now);
       break;
     case Opcode::kProbe:
       rx_probe(p, meta, now);
@@ -126,8 +126,8 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
     rx_.clear_arrival_planes();
   }
   std::uint16_t slot = EvManager::kNone;
-  if ((ports >> plane) & 1u) slot = evm_.pick_on_port(plane);
-  if (slot == EvManager::kNone || !((ports >> evm_.ev(slot).port) & 1u)) slot = evm_.pick(ports);
+  if ((ports >> plane) & 1u) slot = req_.evs().pick_on_port(plane);
+  if (slot == EvManager::kNone || !((ports >> req_.evs().ev(slot).port) & 1u)) slot = req_.evs().pick(ports);
   if (slot == EvManager::kNone) return false;
 
   wire::Packet p;

@@ -1,5 +1,8 @@
-// Requester half of a QP: segmentation, PSN window, SACK/NACK processing, loss detection
-// (RACK-style, with reliability probes as evidence), selective retransmission and the RTO.
+// Requester: segmentation, PSN window, SACK/NACK processing, loss detection (RACK-style, with
+// reliability probes as evidence), selective retransmission, the RTO and the send completions of the
+// send side (requester.hpp).
+#include "engine/requester.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -12,8 +15,124 @@ namespace {
 constexpr std::uint32_t kMaxMessage = 1u << 31;
 }
 
-int Qp::post_send(const SendWr& wr, Time now) {
-  if (state_ != QpState::kRts) return EINVAL;
+Requester::Requester(Qp& qp, Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg, const QpRemote& remote,
+                     QpCounters& ctr)
+    : qp_(qp),
+      ep_(ep),
+      qpn_(qpn),
+      cfg_(cfg),
+      remote_(remote),
+      ctr_(ctr),
+      cc_(cfg.cc),
+      rtt_(cfg.cc.algorithm == cc::Algorithm::kNscc ? cfg.cc.nscc.base_rtt_ns
+                                                    : ep.config().tun.base_rtt_hint) {
+  update_pto();
+  planes_.init(ep.config().num_ports);
+}
+
+void Requester::start(Time now) {
+  // The send queue and the PSN ring are allocated by the first post_send: a QP that only
+  // receives (half of all QPs in a permutation) never needs them.
+  snd_una_ = snd_nxt_ = remote_.sq_psn;
+  sent_.start(snd_una_);
+  last_progress_ = now;
+}
+
+void Requester::update_window() {
+  std::uint32_t units = std::min<std::uint32_t>(cfg_.mpr, remote_.peer_mpr_dest);
+  if (peer_mpr_adv_ != 0) units = std::min<std::uint32_t>(units, peer_mpr_adv_);
+  window_psns_ = units * kMprUnit;
+}
+
+void Requester::update_timing() {
+  const Tunables& t = ep_.config().tun;
+  evm_.set_timing(t.skip_duration ? t.skip_duration : rtt_.base(),
+                  t.probe_interval ? t.probe_interval : 4 * rtt_.base());
+}
+
+void Requester::on_rtt_sample(Duration rtt) {
+  if (rtt_.on_sample(rtt)) update_timing();
+  update_pto();
+}
+
+Duration Requester::reorder_window() const {
+  const Duration w = ep_.config().tun.reorder_window;
+  return w ? w : rtt_.reorder_window();
+}
+
+Duration Requester::tail_probe_delay() const {
+  const Duration d = ep_.config().tun.tail_probe_delay;
+  return d ? d : rtt_.tail_probe_delay(reorder_window());
+}
+
+Duration Requester::rto() const {
+  if (cfg_.timeout == 0) return kNever;  // IB convention: 0 = wait forever
+  const Duration base = 1024ULL << std::min<std::uint32_t>(cfg_.timeout, 24);
+  if (retries_ < cfg_.retry_linear) return base;
+  const std::uint32_t k = std::min<std::uint32_t>(retries_ - cfg_.retry_linear + 1, 10);
+  return base << k;
+}
+
+void Requester::tx_ready() {
+  ep_.mark_tx_ready(&qp_);
+}
+
+void Requester::resend_in_flight_on(std::uint8_t port, Time now) {
+  // Packets in flight on a plane that failed are gone: resend them elsewhere right away instead
+  // of waiting a reorder window for each.
+  std::uint32_t psn = sent_.oldest();
+  while (psn != SentPackets::kNone) {
+    const TxRec& r = rec(psn);
+    const std::uint32_t next = r.next;
+    if (r.ev_slot != EvManager::kNone && evm_.ev(r.ev_slot).port == port)
+      mark_lost(psn, LossCause::kPort, now);
+    psn = next;
+  }
+}
+
+bool Requester::wants_tx() const {
+  return sent_.lost() > 0 || sq_unsent_ > 0 || !dup_queue_.empty() || tail_probe_at_ != kNever ||
+         evm_.next_probe_time() != kNever;
+}
+
+Time Requester::next_deadline() const {
+  Time t = kNever;
+  if (!sent_.none_in_flight()) {
+    const Duration r = rto();
+    if (r != kNever) t = std::min(t, sent_.rec(sent_.oldest()).sent + r);
+    if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
+    t = std::min(t, rack_.timer());
+  }
+  t = std::min(t, evm_.next_skip_expiry());
+  if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
+  t = std::min(t, fatal_fail_at_);
+  const Duration probe_timeout = rtt_.probe_wait();
+  if (live_probes_ > 0)
+    for (const Probe& p : probes_)
+      if (p.live) t = std::min(t, p.sent + probe_timeout);
+  return t;
+}
+
+void Requester::on_timer(Time now) {
+  timer_seen_ = now;
+  evm_.expire_skips(now);
+  const Duration probe_timeout = rtt_.probe_wait();
+  for (Probe& p : probes_) {
+    if (live_probes_ == 0) break;
+    if (!p.live || p.sent + probe_timeout > now) continue;
+    p.live = false;
+    --live_probes_;
+    if (!p.tail && p.ev_slot != EvManager::kNone) evm_.on_probe_failure(p.ev_slot, now);
+  }
+  if (rack_.timer() <= now) detect_losses(now);
+  if (!sent_.none_in_flight()) {
+    const Duration r = rto();
+    if (r != kNever && rec(sent_.oldest()).sent + r <= now) on_rto(now);
+  }
+  if (fatal_fail_at_ <= now) check_fatal_nak(now);
+}
+
+int Requester::post_send(const SendWr& wr, Time now) {
   if (wr.length > kMaxMessage) return EINVAL;
   if (!sq_.allocated()) {
     // The ring starts at the first message's packets (at least 16) and doubles while packets in
@@ -36,16 +155,16 @@ int Qp::post_send(const SendWr& wr, Time now) {
     const MemoryRegion* mr = ep_.memory().find_lkey(wr.lkey);
     if (mr == nullptr || !mr->contains(wr.local_addr, wr.length)) {
       // Verbs semantics: the WR completes in error and the QP moves to ERROR.
-      fail_all(WcStatus::kLocalProtectionError, idx, now);
+      qp_.fail_all(WcStatus::kLocalProtectionError, idx, now);
       return 0;
     }
     sq_.slot(idx).local = mr->addr + (wr.local_addr - reinterpret_cast<std::uintptr_t>(mr->addr));
   }
-  ep_.mark_tx_ready(this);
+  tx_ready();
   return 0;
 }
 
-bool Qp::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
+bool Requester::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
   const SendWqe& w = sq_.slot(r.wqe);
   const std::uint32_t index = r.offset / cfg_.pmtu;
   const bool first = index == 0;
@@ -73,7 +192,7 @@ bool Qp::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx)
   return last;
 }
 
-bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now) {
+bool Requester::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t slot, Time now) {
   TxRec& r = rec(psn);
   wire::Packet p;
   const bool last = fill_data(p, r, psn, rtx);
@@ -116,14 +235,14 @@ bool Qp::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint16_t sl
   // Tail-loss probe (D43): due one PTO after the newest transmission, doubled per probe since the
   // last progress. Anything sent before a delivered packet is RACK's job, so only the newest matters.
   tail_probe_at_ = now + pto_;
-  return finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
+  return qp_.finish_tx(out, p, slot, rtx ? TrafficClass::kDataRtx : TrafficClass::kData);
 }
 
-bool Qp::plane_failed(std::uint8_t plane) const {
-  return ((ep_.port_mask() & peer_ports_) >> plane & 1u) == 0 || evm_.active_good(plane) == 0;
+bool Requester::plane_failed(std::uint8_t plane) const {
+  return ((ep_.port_mask() & qp_.peer_port_mask()) >> plane & 1u) == 0 || evm_.active_good(plane) == 0;
 }
 
-void Qp::queue_dup(std::uint32_t psn) {
+void Requester::queue_dup(std::uint32_t psn) {
   if (dup_queue_.full()) {
     if (dup_queue_.capacity() >= kDupQueueMax) return;  // a huge window on a failed plane: one copy each
     dup_queue_.reserve(std::max<std::uint32_t>(64, dup_queue_.capacity() * 2));
@@ -131,7 +250,7 @@ void Qp::queue_dup(std::uint32_t psn) {
   dup_queue_.push_back(psn);
 }
 
-bool Qp::poll_dup(TxPacket& out, std::uint32_t ports) {
+bool Requester::poll_dup(TxPacket& out, std::uint32_t ports) {
   while (!dup_queue_.empty()) {
     const std::uint32_t psn = dup_queue_.front();
     // Still unacknowledged, and its retransmission in flight (not lost again, which resends it).
@@ -144,7 +263,7 @@ bool Qp::poll_dup(TxPacket& out, std::uint32_t ports) {
     // On another plane than the retransmission, so one plane's loss cannot take both; it waits
     // while those planes are busy (`ports` holds the free ones) and is dropped if none is usable.
     const std::uint32_t other = ~(1u << evm_.ev(r.ev_slot).port);
-    if ((usable_ports(~0u) & other) == 0) {
+    if ((ep_.port_mask() & qp_.peer_port_mask() & other) == 0) {
       dup_queue_.pop_front();
       continue;
     }
@@ -161,12 +280,12 @@ bool Qp::poll_dup(TxPacket& out, std::uint32_t ports) {
     fill_data(p, r, psn, true);
     p.bth.ack_req = true;
     ++ctr_.tx_dup;
-    return finish_tx(out, p, slot, TrafficClass::kDataRtx);
+    return qp_.finish_tx(out, p, slot, TrafficClass::kDataRtx);
   }
   return false;
 }
 
-bool Qp::expected_dup(std::uint32_t psn) {
+bool Requester::expected_dup(std::uint32_t psn) {
   for (std::uint32_t& d : dup_sent_)
     if (d == psn + 1) {
       d = 0;
@@ -175,7 +294,7 @@ bool Qp::expected_dup(std::uint32_t psn) {
   return false;
 }
 
-void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
+void Requester::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
   TxRec& r = rec(psn);
   if (!(r.flags & kInFlight) || (r.flags & kSacked)) return;
   sent_.mark_lost(psn);
@@ -206,11 +325,11 @@ void Qp::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
       cc_.on_forget(bytes);
       break;
   }
-  ep_.mark_tx_ready(this);
+  tx_ready();
 }
 
-void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
-                    Time now) {
+void Requester::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
+                           Time now) {
   TxRec& r = rec(psn);
   if (!(r.flags & kValid) || (r.flags & kSacked)) return;
   r.flags |= kSacked;
@@ -247,8 +366,8 @@ void Qp::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest_sent, 
   ctr_.bytes_acked += r.len;
 }
 
-void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent, std::uint32_t judged,
-                        Time now) {
+void Requester::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newest_sent,
+                               std::uint32_t judged, Time now) {
   while (psn_lt(snd_una_, new_una)) {
     mark_acked(snd_una_, newly, newest_sent, judged, now);
     rec(snd_una_).flags = 0;  // retire the slot
@@ -256,7 +375,7 @@ void Qp::ack_cumulative(std::uint32_t new_una, std::uint32_t& newly, Time& newes
   }
 }
 
-void Qp::fail_plane(std::uint8_t plane, Time now) {
+void Requester::fail_plane(std::uint8_t plane, Time now) {
   // Several losses on the plane and nothing sent on it since has arrived, while other planes
   // deliver: the plane has failed. Retire all its EVs now instead of losing a packet on each.
   for (std::uint16_t s = 0; s < evm_.size(); ++s)
@@ -274,28 +393,27 @@ void Qp::fail_plane(std::uint8_t plane, Time now) {
   resend_in_flight_on(plane, now);
 }
 
-void Qp::detect_losses(Time now) {
+void Requester::detect_losses(Time now) {
   rack_.detect(sent_, reorder_window(), now,
                [&](std::uint32_t psn) { mark_lost(psn, LossCause::kLoss, now); });
 }
 
-void Qp::note_reordering(Duration excess) {
+void Requester::note_reordering(Duration excess) {
   rtt_.on_reordering(excess);
   update_pto();
 }
 
-void Qp::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
+void Requester::on_confirmed_loss(std::uint16_t slot, EvCause cause, Time now) {
   if (blame_.on_confirmed_loss(evm_.loss_history(slot), ctr_.tx_data, evm_.active_usable()))
     evm_.on_failure(slot, cause, now);
 }
 
-std::uint32_t Qp::wqe_of(std::uint32_t psn) {
+std::uint32_t Requester::wqe_of(std::uint32_t psn) {
   if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return sq_.head_slot();
   return rec(psn).wqe;
 }
 
-void Qp::complete_send_wqes(Time now) {
-  (void)now;
+void Requester::complete_send_wqes() {
   while (!sq_.empty()) {
     const SendWqe& w = sq_.front();
     if (w.sent_pkts != w.npkts) break;
@@ -314,9 +432,7 @@ void Qp::complete_send_wqes(Time now) {
   }
 }
 
-void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
-  const bool had_state = state_ != QpState::kError;
-  state_ = QpState::kError;
+void Requester::fail_all(WcStatus first_status, std::uint32_t failing_wqe) {
   // Send queue: the failing WR carries the error, everything after it is flushed (always reported).
   while (!sq_.empty()) {
     const SendWqe& w = sq_.front();
@@ -331,24 +447,13 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
   sq_seg_ = sq_.tail_slot();
   sq_unsent_ = 0;
   wimm_outstanding_ = 0;
-  rx_.flush_recvs();
   sent_.clear_in_flight();
-  ctrl_.clear();
   tail_probe_at_ = kNever;
   for (Probe& p : probes_) p.live = false;
   live_probes_ = 0;
-  if (had_state) {
-    Event e;
-    e.type = EventType::kQpError;
-    e.qpn = qpn_;
-    e.time = now;
-    e.peer = remote_.peer;
-    ep_.push_event(e);
-  }
 }
 
-void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
-  (void)meta;
+void Requester::handle_sack(const wire::Packet& p, Time now) {
   ++ctr_.rx_sack;
   const wire::Seth& s = p.seth;
   const std::uint32_t new_una = psn_add(s.cack_psn, 1);
@@ -460,12 +565,12 @@ void Qp::handle_sack(const wire::Packet& p, const RxMeta& meta, Time now) {
   }
   cc_.on_ack(sample, now);
   detect_losses(now);
-  complete_send_wqes(now);
+  complete_send_wqes();
   if (sent_.none_in_flight()) tail_probe_at_ = kNever;
-  ep_.mark_tx_ready(this);
+  tx_ready();
 }
 
-void Qp::handle_nack(const wire::Packet& p, Time now) {
+void Requester::handle_nack(const wire::Packet& p, Time now) {
   ++ctr_.rx_nack;
   const wire::Neth& n = p.neth;
   const std::uint32_t psn = n.nack_psn;
@@ -499,10 +604,10 @@ void Qp::handle_nack(const wire::Packet& p, Time now) {
       break;
     }
   }
-  ep_.mark_tx_ready(this);
+  tx_ready();
 }
 
-void Qp::handle_aeth(const wire::Packet& p, Time now) {
+void Requester::handle_aeth(const wire::Packet& p, Time now) {
   const std::uint32_t psn = p.bth.psn;
   if (p.aeth.syndrome == wire::aeth::kAck) {
     // Transport ACK (compatibility): cumulative acknowledgement up to and including psn.
@@ -515,8 +620,8 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
     cc::AckSample s;
     s.newly_acked_bytes = newly;
     cc_.on_ack(s, now);
-    complete_send_wqes(now);
-    ep_.mark_tx_ready(this);
+    complete_send_wqes();
+    tx_ready();
     return;
   }
   WcStatus st = WcStatus::kRemoteOpError;
@@ -527,7 +632,7 @@ void Qp::handle_aeth(const wire::Packet& p, Time now) {
   on_fatal_nak(psn, st, now);
 }
 
-void Qp::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
+void Requester::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
   if (psn_lt(psn, snd_una_) || !psn_lt(psn, snd_nxt_)) return;
   TxRec& r = rec(psn);
   // A NAK for a packet the responder has acknowledged did not come from the responder's view of
@@ -565,10 +670,10 @@ void Qp::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
     mark_lost(psn, LossCause::kNack, now);
     cc_.on_forget(bytes);
   }
-  ep_.mark_tx_ready(this);
+  tx_ready();
 }
 
-void Qp::check_fatal_nak(Time now) {
+void Requester::check_fatal_nak(Time now) {
   if (!fatal_pending_) {
     fatal_fail_at_ = kNever;
     return;
@@ -582,23 +687,23 @@ void Qp::check_fatal_nak(Time now) {
   }
   // Unlike IB RC, a NAK says nothing about earlier PSNs (delivery is out of order): WRs before the
   // failing one that are not yet acknowledged are flushed, not reported as done.
-  fail_all(fatal_status_, wqe_of(fatal_psn_), now);
+  qp_.fail_all(fatal_status_, wqe_of(fatal_psn_), now);
 }
 
-void Qp::on_rto(Time now) {
+void Requester::on_rto(Time now) {
   ++ctr_.timeouts;
   const Duration r = rto();
   ++retries_;
   const bool forever = cfg_.retry_exp >= 25;
   if (!forever && retries_ > static_cast<std::uint32_t>(cfg_.retry_linear) + cfg_.retry_exp) {
-    fail_all(WcStatus::kRetryExceeded, wqe_of(snd_una_), now);
+    qp_.fail_all(WcStatus::kRetryExceeded, wqe_of(snd_una_), now);
     return;
   }
   while (!sent_.none_in_flight() && rec(sent_.oldest()).sent + r <= now)
     mark_lost(sent_.oldest(), LossCause::kTimeout, now);
 }
 
-bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now) {
+bool Requester::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now) {
   const std::uint16_t id = next_probe_id_++;
   if (next_probe_id_ == 0) next_probe_id_ = 1;
   if (probes_.empty()) probes_.assign(kProbeSlots, Probe{});
@@ -615,7 +720,7 @@ bool Qp::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time now) {
   p.peth.probe_id = id;
   p.peth.tx_timestamp = static_cast<std::uint16_t>(now / wire::kTsUnitNs);
   ++ctr_.tx_probe;
-  return finish_tx(out, p, slot, TrafficClass::kControl);
+  return qp_.finish_tx(out, p, slot, TrafficClass::kControl);
 }
 
 }  // namespace mrc::engine

@@ -29,7 +29,7 @@ struct TxRec {
   std::uint16_t ev_slot = EvManager::kNone;
   std::uint8_t tx_count = 0;
   std::uint8_t flags = 0;       ///< TxFlags
-  std::uint8_t lost_cause = 0;  ///< Qp::LossCause of the pending retransmission
+  std::uint8_t lost_cause = 0;  ///< Requester::LossCause of the pending retransmission
   /// EV of a transmission declared lost without a NACK. Its loss counts against the EV (PathBlame)
   /// only once a SACK acknowledges the retransmission (D57): a lost SACK must not kill a path.
   std::uint16_t suspect_slot = EvManager::kNone;
