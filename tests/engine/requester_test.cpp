@@ -1,0 +1,320 @@
+// Requester (the send side of a QP) driven directly: WRs posted to it, its packets pulled from
+// poll() and decoded, SACKs and NACKs built by hand, its timers run by the test. The QP around it
+// is one connected QP of one Endpoint, with no peer and no network.
+#include "engine/requester.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "engine/ev_sets.hpp"
+#include "engine/qp.hpp"
+#include "packet_util.hpp"
+
+namespace mrc::test {
+namespace {
+
+using engine::Requester;
+using engine::WcStatus;
+
+constexpr std::uint32_t kPmtu = 1024;
+constexpr std::uint32_t kSqPsn = 0xFFFFFE;  // the 24-bit PSN wraps inside every test
+constexpr std::uint32_t kPorts = 0x3;
+constexpr std::uint64_t kRemoteVa = 0x7000'0000;
+constexpr std::uint32_t kRkey = 0x4242;
+
+std::uint32_t psn(std::int32_t i) {
+  return psn_add(kSqPsn, i);
+}
+
+struct Rig {
+  std::unique_ptr<engine::Endpoint> ep;
+  std::vector<std::uint8_t> src = std::vector<std::uint8_t>(1 << 16);
+  const engine::MemoryRegion* mr = nullptr;
+  std::uint32_t qpn = 0;
+
+  /// `tun`: the endpoint's tunables (fixed reorder window or tail-probe delay where a test needs
+  /// one); timeout and retries: the QP's RTO.
+  explicit Rig(const engine::Tunables& tun = {}, std::uint8_t timeout = 20, std::uint8_t retry_linear = 7,
+               std::uint8_t retry_exp = 25) {
+    engine::EndpointConfig ec;
+    ec.num_ports = 2;
+    ec.tun = tun;
+    ep = std::make_unique<engine::Endpoint>(ec);
+    std::iota(src.begin(), src.end(), 0);
+    mr = ep->memory().register_region(src.data(), src.size(), engine::access::kAll);
+    engine::QpConfig c;
+    c.pmtu = kPmtu;
+    c.mpr = c.mpr_dest = 8;
+    c.timeout = timeout;
+    c.retry_linear = retry_linear;
+    c.retry_exp = retry_exp;
+    c.evs = engine::make_ev_set(2, 4, 1);
+    c.active_count = 8;
+    c.cc.algorithm = cc::Algorithm::kNone;  // no congestion window: the window is the MPR's
+    qpn = ep->create_qp(c);
+    engine::QpRemote r;
+    r.peer = 7;
+    r.qpn = 0x99;
+    r.sq_psn = kSqPsn;
+    r.peer_mpr_dest = 8;
+    r.peer_max_wimm_dest = 128;
+    EXPECT_EQ(ep->connect_qp(qpn, r, 0), 0);
+  }
+  engine::Qp& qp() { return *ep->qp(qpn); }
+  Requester& rq() { return qp().requester(); }
+  const engine::QpCounters& ctr() { return qp().counters(); }
+
+  /// Posts a WRITE of src[0, len) to kRemoteVa.
+  int post(std::uint64_t wr_id, std::uint32_t len, Time now) {
+    engine::SendWr wr;
+    wr.wr_id = wr_id;
+    wr.local_addr = reinterpret_cast<std::uintptr_t>(src.data());
+    wr.length = len;
+    wr.lkey = mr->lkey;
+    wr.remote_addr = kRemoteVa;
+    wr.rkey = kRkey;
+    return rq().post_send(wr, now);
+  }
+  /// What the requester sends now (at most `max` packets).
+  std::vector<Frame> pull(Time now, std::size_t max = 1000) {
+    std::vector<Frame> out;
+    engine::TxPacket tx;
+    while (out.size() < max && rq().poll(tx, kPorts, now)) out.push_back(flatten(tx));
+    return out;
+  }
+  /// One packet sent at each of `times`.
+  std::vector<Frame> pull_one_each(const std::vector<Time>& times) {
+    std::vector<Frame> out;
+    for (const Time t : times) {
+      auto f = pull(t, 1);
+      EXPECT_EQ(f.size(), 1u) << "at " << t;
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    return out;
+  }
+  std::vector<engine::Completion> completions() {
+    std::vector<engine::Completion> out;
+    engine::Completion c;
+    while (ep->poll_completion(c)) out.push_back(c);
+    return out;
+  }
+};
+
+wire::Packet decoded(const Frame& f) {
+  wire::Packet p;
+  EXPECT_EQ(f.decode(p), wire::Error::kOk);
+  return p;
+}
+
+/// A SACK: cumulative ack `cack`, bitmap `bitmap` from cack + `sack_offset`, trigger cack + `trigger`.
+wire::Packet sack(std::uint32_t cack, std::int16_t trigger, std::uint64_t bitmap = 0,
+                  std::int16_t sack_offset = 1, std::uint8_t cc_flags = wire::cc_flags::kSvcTime) {
+  wire::Packet k;
+  k.bth.opcode = wire::Opcode::kSack;
+  k.bth.psn = cack;
+  k.seth.cack_psn = cack;
+  k.seth.ack_psn_offset = trigger;
+  k.seth.sack_offset = sack_offset;
+  k.seth.sack_bitmap = bitmap;
+  k.seth.cc_flags = cc_flags;
+  return k;
+}
+
+TEST(Requester, SegmentsAWrIntoPsnsCarryingTheirAddresses) {
+  Rig r;
+  constexpr std::uint32_t len = 3 * kPmtu + 100;
+  ASSERT_EQ(r.post(1, len, 1000), 0);
+  const auto f = r.pull(1000);
+  ASSERT_EQ(f.size(), 4u);
+  using wire::Opcode;
+  const Opcode ops[] = {Opcode::kWriteFirst, Opcode::kWriteMiddle, Opcode::kWriteMiddle, Opcode::kWriteLast};
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    const wire::Packet p = decoded(f[i]);
+    EXPECT_EQ(p.bth.opcode, ops[i]) << i;
+    EXPECT_EQ(p.bth.psn, psn(static_cast<std::int32_t>(i))) << i;
+    EXPECT_EQ(p.bth.dest_qp, 0x99u);
+    EXPECT_FALSE(p.bth.rtx);
+    EXPECT_EQ(p.meth.msn, 0u);
+    EXPECT_EQ(p.reth.va, kRemoteVa + i * kPmtu) << i;
+    EXPECT_EQ(p.reth.rkey, kRkey);
+    EXPECT_EQ(p.reth.dma_len, len);
+    const std::uint32_t plen = i < 3 ? kPmtu : 100;
+    ASSERT_EQ(p.payload.size(), plen) << i;
+    EXPECT_TRUE(std::equal(p.payload.begin(), p.payload.end(), r.src.begin() + i * kPmtu)) << i;
+  }
+  EXPECT_TRUE(decoded(f[3]).bth.ack_req);  // a message's last packet asks for a SACK
+  EXPECT_EQ(r.rq().snd_nxt(), psn(4));
+  EXPECT_EQ(r.rq().outstanding_psns(), 4u);
+  // The next WR continues the PSNs with the next message number.
+  ASSERT_EQ(r.post(2, 10, 1100), 0);
+  const auto g = r.pull(1100);
+  ASSERT_EQ(g.size(), 1u);
+  const wire::Packet p = decoded(g[0]);
+  EXPECT_EQ(p.bth.opcode, wire::Opcode::kWriteOnly);
+  EXPECT_EQ(p.bth.psn, psn(4));
+  EXPECT_EQ(p.meth.msn, 1u);
+  EXPECT_TRUE(r.completions().empty());
+}
+
+TEST(Requester, SacksAcknowledgeAndCompleteWrsInOrder) {
+  Rig r;
+  ASSERT_EQ(r.post(1, 2 * kPmtu, 1000), 0);
+  ASSERT_EQ(r.post(2, kPmtu, 1000), 0);
+  ASSERT_EQ(r.pull(1000).size(), 3u);
+  r.rq().handle_sack(sack(psn(0), 0), 2000);
+  EXPECT_EQ(r.rq().snd_una(), psn(1));
+  EXPECT_TRUE(r.completions().empty());  // WR 1 still waits for PSN 1
+  // PSN 2 (WR 2) acknowledged out of order: WR 2 completes only after WR 1.
+  r.rq().handle_sack(sack(psn(0), 2, 0x1, 2), 2100);
+  EXPECT_EQ(r.rq().snd_una(), psn(1));
+  EXPECT_TRUE(r.completions().empty());
+  r.rq().handle_sack(sack(psn(2), -1), 2200);
+  const auto c = r.completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[0].byte_len, 2 * kPmtu);
+  EXPECT_EQ(c[1].wr_id, 2u);
+  EXPECT_EQ(c[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(r.rq().outstanding_psns(), 0u);
+  EXPECT_EQ(r.ctr().bytes_acked, 3u * kPmtu);
+  EXPECT_EQ(r.ctr().tx_rtx, 0u);
+}
+
+TEST(Requester, AHoleIsLostByTimeAndResent) {
+  engine::Tunables tun;
+  tun.reorder_window = 5000;
+  tun.tail_probe_delay = 1'000'000;  // no tail-loss probe in this test
+  Rig r(tun);
+  ASSERT_EQ(r.post(1, 4 * kPmtu, 1000), 0);
+  const auto f = r.pull_one_each({1000, 1100, 1200, 1300});
+  // PSNs 1-3 arrive, PSN 0 does not: the SACK for PSN 3 (sent at 1300) comes at 3000, an RTT of
+  // 1700. PSN 0 is lost once that RTT and the reorder window have passed since it left.
+  r.rq().handle_sack(sack(psn(-1), 4, 0b1110), 3000);
+  EXPECT_EQ(r.rq().next_deadline(), 1000u + 1700 + 5000);
+  r.rq().on_timer(7699);
+  EXPECT_TRUE(r.pull(7699).empty());
+  r.rq().on_timer(7700);
+  const auto g = r.pull(7700);
+  ASSERT_EQ(g.size(), 1u);
+  const wire::Packet p = decoded(g[0]);
+  EXPECT_EQ(p.bth.psn, psn(0));
+  EXPECT_TRUE(p.bth.rtx);
+  EXPECT_TRUE(p.bth.ack_req);
+  EXPECT_EQ(r.ctr().rtx_loss, 1u);
+  // Its SACK (echoing a retransmission) completes the WR.
+  r.rq().handle_sack(sack(psn(3), -3, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 9000);
+  const auto c = r.completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+}
+
+TEST(Requester, ATailLossIsRepairedByTheTailProbe) {
+  engine::Tunables tun;
+  tun.tail_probe_delay = 20'000;
+  Rig r(tun);
+  ASSERT_EQ(r.post(1, 2 * kPmtu, 1000), 0);
+  r.pull_one_each({1000, 1100});
+  // PSN 0 is acknowledged, PSN 1 (the last) is lost: nothing sent after it can tell RACK.
+  r.rq().handle_sack(sack(psn(0), 0), 3000);
+  EXPECT_EQ(r.rq().next_deadline(), 1100u + 20'000);
+  EXPECT_TRUE(r.pull(21'099).empty());
+  const auto g = r.pull(21'100);
+  ASSERT_EQ(g.size(), 1u);
+  const wire::Packet p = decoded(g[0]);
+  EXPECT_EQ(p.bth.psn, psn(1));
+  EXPECT_TRUE(p.bth.rtx);
+  EXPECT_EQ(r.ctr().rtx_loss, 1u);
+  r.rq().handle_sack(sack(psn(1), 0, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 23'000);
+  const auto c = r.completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+}
+
+TEST(Requester, RtoRetriesRunOutIntoAnErrorCompletion) {
+  engine::Tunables tun;
+  tun.tail_probe_delay = 1'000'000'000;  // only the RTO acts
+  // timeout 4: 16.384 us; 2 linear retries, none exponential: the third RTO fails the QP.
+  Rig r(tun, 4, 2, 0);
+  ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
+  ASSERT_EQ(r.post(2, kPmtu, 1000), 0);
+  ASSERT_EQ(r.pull(1000).size(), 2u);
+  std::vector<Time> fired;
+  for (int i = 0; i < 10 && r.qp().state() == engine::QpState::kRts; ++i) {
+    const Time t = r.rq().next_deadline();
+    ASSERT_NE(t, kNever);
+    fired.push_back(t);
+    r.rq().on_timer(t);
+    if (r.qp().state() == engine::QpState::kRts) {
+      EXPECT_EQ(r.pull(t).size(), 2u);  // both resent
+    }
+  }
+  // Linear, then doubling: 16.384 us, 16.384 us, 32.768 us.
+  ASSERT_EQ(fired.size(), 3u);
+  EXPECT_EQ(fired[0], 1000u + 16'384);
+  EXPECT_EQ(fired[1] - fired[0], 16'384u);
+  EXPECT_EQ(fired[2] - fired[1], 32'768u);
+  EXPECT_EQ(r.qp().state(), engine::QpState::kError);
+  EXPECT_EQ(r.ctr().timeouts, 3u);
+  EXPECT_EQ(r.ctr().rtx_timeout, 4u);
+  const auto c = r.completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRetryExceeded);  // the WR of the oldest unacknowledged PSN
+  EXPECT_EQ(c[1].wr_id, 2u);
+  EXPECT_EQ(c[1].status, WcStatus::kFlushed);
+  EXPECT_EQ(r.qp().next_deadline(), kNever);
+}
+
+TEST(Requester, ATrimNackResendsAtOnce) {
+  Rig r;
+  ASSERT_EQ(r.post(1, 3 * kPmtu, 1000), 0);
+  const auto f = r.pull(1000);
+  ASSERT_EQ(f.size(), 3u);
+  wire::Packet n;
+  n.bth.opcode = wire::Opcode::kNack;
+  n.neth.reason = wire::NackReason::kTrimmed;
+  n.neth.nack_psn = psn(1);
+  r.rq().handle_nack(n, 1500);
+  const auto g = r.pull(1500);
+  ASSERT_EQ(g.size(), 1u);
+  const wire::Packet p = decoded(g[0]);
+  EXPECT_EQ(p.bth.psn, psn(1));
+  EXPECT_TRUE(p.bth.rtx);
+  EXPECT_EQ(r.ctr().rtx_nack, 1u);
+  // A trim is congestion on that path: its EV is skipped for a while.
+  bool skipped = false;
+  engine::Event e;
+  while (r.ep->poll_event(e))
+    skipped |= e.type == engine::EventType::kEvState && e.ev == f[1].ev && e.to == engine::EvState::kSkip &&
+               e.cause == engine::EvCause::kTrimNack;
+  EXPECT_TRUE(skipped);
+  // A NACK for a PSN never sent is stale.
+  n.neth.nack_psn = psn(3);
+  r.rq().handle_nack(n, 1600);
+  EXPECT_TRUE(r.pull(1600).empty());
+}
+
+TEST(Requester, AnRttSampleFromAPsnTheSackDoesNotAcknowledgeIsRefused) {
+  Rig r;
+  const Duration base = r.rq().rtt().base();
+  ASSERT_EQ(r.post(1, 2 * kPmtu, 1000), 0);
+  ASSERT_EQ(r.pull(1000).size(), 2u);
+  // Acknowledges PSN 0 but names PSN 1 as its trigger, 300 ns after it left: PSN 1 did not arrive.
+  r.rq().handle_sack(sack(psn(0), 1), 1300);
+  EXPECT_EQ(r.rq().rtt().base(), base);
+  EXPECT_EQ(r.rq().outstanding_psns(), 1u);  // the cumulative part was taken
+  // Names PSN 2, not sent yet.
+  r.rq().handle_sack(sack(psn(0), 2), 1350);
+  EXPECT_EQ(r.rq().rtt().base(), base);
+  // Naming the packet it acknowledges is a sample (here: short).
+  r.rq().handle_sack(sack(psn(1), 0), 1400);
+  EXPECT_EQ(r.rq().rtt().base(), 400u);
+}
+
+}  // namespace
+}  // namespace mrc::test
