@@ -35,9 +35,9 @@ struct Tunables {
   Duration skip_duration = 0;                  ///< SKIP lasts this long; 0 = one base RTT
   Duration probe_interval = 0;                 ///< ASSUMED_BAD probe cadence; 0 = 4 base RTTs
   std::uint32_t probes_in_flight = 8;          ///< unanswered EV probes per QP, at most (1..64)
-  Duration reorder_window = 0;                 ///< RACK reorder allowance; 0 = max(base RTT, spread), D7
-  Duration tail_probe_delay = 0;               ///< reliability probe after silence; 0 = 2*max(base RTT, srtt)
-  Duration base_rtt_hint = 10_us;              ///< until a sample arrives
+  Duration reorder_window = 0;     ///< RACK reorder allowance; 0 = measured (RttEstimator, D43, D62)
+  Duration tail_probe_delay = 0;   ///< tail-loss probe delay; 0 = measured (RttEstimator, D43)
+  Duration base_rtt_hint = 10_us;  ///< until a sample arrives
   /// Losses found without a trim NACK (RACK, timeout) shrink the congestion window. Off by default:
   /// in a trimming network congestion shows up as trims and ECN, and untrimmed loss means a failed
   /// path, which the EV manager handles (docs/decisions.md D9).

@@ -19,6 +19,7 @@ class PlaneLosses {
 
   void init(std::uint32_t planes) {
     delivered_sent_.assign(planes, 0);
+    first_lost_sent_.assign(planes, 0);
     losses_.assign(planes, 0);
   }
   /// A first transmission sent at `sent` on `plane` was delivered: the run there ends.
@@ -28,14 +29,19 @@ class PlaneLosses {
       losses_[plane] = 0;
     }
   }
-  /// A packet sent at `sent` on `plane` was declared lost. True when that makes the plane failed:
-  /// a run of threshold(base_run, rate()) losses (base_run 0: inference off); the run starts over.
-  /// `rate` (the QP's random loss rate) is asked only when the run is long enough to matter.
+  /// A packet sent at `sent` on `plane` was declared lost at `now`. True when that makes the plane
+  /// failed: a run of threshold(base_run, rate()) losses (base_run 0: inference off) whose oldest
+  /// was sent at least `min_silence` ago (D62: a plane whose queue is deeper than the others'
+  /// delivers its "lost" packets soon after RACK gave up on them; a dead one stays silent); the run
+  /// starts over. `rate` (the QP's random loss rate) is asked only when the run is long enough.
   template <class Rate>
-  bool on_lost(std::uint8_t plane, Time sent, std::uint32_t base_run, Rate&& rate) {
+  bool on_lost(std::uint8_t plane, Time sent, Time now, Duration min_silence, std::uint32_t base_run,
+               Rate&& rate) {
     if (sent <= delivered_sent_[plane]) return false;  // sent before a delivery: says nothing new
     const std::uint32_t run = ++losses_[plane];
+    if (run == 1 || sent < first_lost_sent_[plane]) first_lost_sent_[plane] = sent;
     if (base_run == 0 || run < base_run) return false;
+    if (now < first_lost_sent_[plane] + min_silence) return false;
     if (run < threshold(base_run, rate())) return false;
     losses_[plane] = 0;
     return true;
@@ -53,11 +59,13 @@ class PlaneLosses {
   }
   std::uint32_t run(std::uint8_t plane) const { return losses_[plane]; }
   std::size_t heap_bytes() const {
-    return delivered_sent_.capacity() * sizeof(Time) + losses_.capacity() * sizeof(std::uint32_t);
+    return (delivered_sent_.capacity() + first_lost_sent_.capacity()) * sizeof(Time) +
+           losses_.capacity() * sizeof(std::uint32_t);
   }
 
  private:
   std::vector<Time> delivered_sent_;
+  std::vector<Time> first_lost_sent_;  ///< send time of the run's oldest loss
   std::vector<std::uint32_t> losses_;
 };
 

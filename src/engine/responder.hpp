@@ -226,13 +226,15 @@ inline bool Responder::fill_sack(wire::Seth& s) {
   const std::uint32_t cack = this->cack();
   s.cack_psn = cack;
   s.mpr = static_cast<std::uint8_t>(window_ / kMprUnit);  // the advertised MPR, or mpr_dest
-  // Bitmap: start at the lowest received PSN no SACK has reported yet, so every arrival is
-  // reported at least once; if they do not fit in 64 bits, the QP queues another SACK for the rest.
-  // Start at the expected PSN whenever the new arrivals fit in 64 bits from there: arrivals near
-  // a hole are then reported again by every SACK, so one lost SACK costs no information.
+  // Bitmap: start at the expected PSN whenever the new arrivals fit in 64 bits from there: arrivals
+  // near a hole are then reported again by every SACK, so one lost SACK costs no information. Far
+  // above a hole, end the bitmap at the newest arrival (D62): the arrivals of the last SACKs are
+  // reported again, so a lost SACK does not make their packets look lost to the requester's RACK
+  // (a spurious retransmission each, and a reorder window widened for nothing). If the new
+  // arrivals do not fit in 64 bits, start at the lowest one and queue another SACK for the rest.
   std::uint32_t base = rcvd_.epsn();
   if (unrep_valid_ && psn_diff(unrep_hi_, rcvd_.epsn()) >= 64 && psn_lt(rcvd_.epsn(), unrep_lo_))
-    base = unrep_lo_;
+    base = psn_diff(unrep_hi_, unrep_lo_) < 64 ? psn_add(unrep_hi_, -63) : unrep_lo_;
   s.sack_offset = static_cast<std::int16_t>(psn_diff(base, cack));
   s.sack_bitmap = rcvd_.window(base, window());
   bool more = false;

@@ -237,6 +237,28 @@ TEST(Responder, EveryArrivalIsReportedBySomeSack) {
   }
 }
 
+TEST(Responder, FarAboveAHoleEachSackRepeatsTheRecentArrivals) {
+  // D62: in-order arrivals far above a hole at PSN 0, a SACK every 4 of them. Each SACK's bitmap
+  // ends at the newest arrival, so an arrival is reported by the next 15 SACKs too and one lost
+  // SACK hides nothing from the requester (reported once each, its 4 packets looked lost).
+  Rig r;
+  RxMeta m;
+  constexpr std::uint32_t n = 400;
+  std::vector<int> times(n, 0);
+  for (std::uint32_t i = 1; i < n; ++i) {
+    r.rx->on_data(r.data(i, n), m);
+    if (i % 4 != 0) continue;
+    wire::Seth s;
+    EXPECT_FALSE(r.rx->fill_sack(s));
+    EXPECT_EQ(s.cack_psn, psn_add(kRqPsn, -1));  // the hole holds the cumulative ACK
+    EXPECT_TRUE(r.reports(s, i));
+    for (std::uint32_t k = 1; k <= i; ++k) times[k] += r.reports(s, k);
+  }
+  // Far above the hole (from PSN 64 on) every arrival is in 16 SACKs; never fewer than one.
+  for (std::uint32_t k = 64; k + 64 < n; ++k) EXPECT_EQ(times[k], 16) << "PSN offset " << k;
+  for (std::uint32_t k = 1; k < 396; ++k) EXPECT_GE(times[k], 1) << "PSN offset " << k;
+}
+
 TEST(Responder, ALateArrivalBelowAnsweredMessageEndIsReportedAtOnce) {
   // Issue 12 2(b): a packet that lands after the SACK of its message's last packet, with a hole
   // more than 64 PSNs below it, is answered at once and its SACK's bitmap covers it.

@@ -28,13 +28,13 @@ TEST(RttEstimator, SmoothsAsRfc6298) {
   EXPECT_EQ(r.srtt(), 9'000u);
 }
 
-TEST(RttEstimator, TheReorderWindowIsAQuarterBaseRttOnASteadyPath) {
+TEST(RttEstimator, TheReorderWindowIsAnEighthBaseRttOnASteadyPath) {  // D62
   RttEstimator r(1'000'000);
   for (int i = 0; i < 200; ++i) r.on_sample(8'000);  // rttvar decays to ~0, srtt == base
   EXPECT_EQ(r.srtt(), 8'000u);
   EXPECT_LT(r.rttvar(), 4u);
-  EXPECT_EQ(r.reorder_window(), 2'000u);
-  EXPECT_EQ(r.tail_probe_delay(r.reorder_window()), 10'000u);
+  EXPECT_EQ(r.reorder_window(), 1'000u);
+  EXPECT_EQ(r.tail_probe_delay(r.reorder_window()), 9'000u);
   EXPECT_EQ(r.probe_wait(), 32'000u);  // 4 base RTTs
 }
 
@@ -47,7 +47,7 @@ TEST(RttEstimator, MeasuredReorderingWidensTheWindowAtOnceAndDecaysSlowly) {
   r.on_reordering(0);  // on time: down by 1/256 of the difference
   EXPECT_EQ(r.reordering(), 5'000u - 5'000u / 256);
   for (int i = 0; i < 4000; ++i) r.on_reordering(0);
-  EXPECT_EQ(r.reorder_window(), 2'000u);  // back to the floor
+  EXPECT_EQ(r.reorder_window(), 1'000u);  // back to the floor
   r.on_reordering(100'000);               // capped at max(base, srtt) in the window
   EXPECT_EQ(r.reorder_window(), 8'000u);
 }
