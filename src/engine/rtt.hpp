@@ -44,14 +44,15 @@ class RttEstimator {
   Duration rttvar() const { return rttvar_; }
   Duration reordering() const { return reordering_; }
 
-  /// RACK's reorder window, the largest of: an eighth of the base RTT (D62: RFC 8985's min_RTT/4
-  /// is for the Internet; a sprayed fabric with shallow queues reorders by far less, and every
-  /// repair waits this long); the reordering measured, at most one max(base, srtt); and the spread
-  /// of RTTs that queueing adds (srtt - base + 4 rttvar: packets sprayed over queues of different
-  /// depths).
+  /// RACK's reorder window, the largest of: a floor, an eighth of the base RTT while srtt stays
+  /// within an eighth of the base (D62: paths without queues reorder by far less than RFC 8985's
+  /// min_RTT/4 allows, and every repair waits this long), else that quarter; the reordering
+  /// measured, at most one max(base, srtt); and the spread of RTTs that queueing adds (srtt - base
+  /// + 4 rttvar: packets sprayed over queues of different depths).
   Duration reorder_window() const {
     const Duration spread = srtt_ > base_ ? srtt_ - base_ + 4 * rttvar_ : 4 * rttvar_;
-    return std::max({base_ / 8, std::min(reordering_, std::max(base_, srtt_)), spread});
+    const Duration floor = srtt_ != 0 && srtt_ <= base_ + base_ / 8 ? base_ / 8 : base_ / 4;
+    return std::max({floor, std::min(reordering_, std::max(base_, srtt_)), spread});
   }
   /// The newest packet's SACK is due after about srtt; allow the larger of the reorder window
   /// (`window`, which a tunable may override) and 4 rttvar beyond it.

@@ -38,6 +38,21 @@ TEST(RttEstimator, TheReorderWindowIsAnEighthBaseRttOnASteadyPath) {  // D62
   EXPECT_EQ(r.probe_wait(), 32'000u);  // 4 base RTTs
 }
 
+TEST(RttEstimator, QueuedPathsKeepTheQuarterBaseRttFloor) {  // D62
+  // srtt 15 % above the base with no variation: the spread (1.2 us) is below a quarter of the base
+  // RTT, and the floor is that quarter, not the eighth of an unqueued path.
+  RttEstimator r(1'000'000);
+  r.on_sample(8'000);
+  for (int i = 0; i < 200; ++i) r.on_sample(9'200);
+  EXPECT_EQ(r.base(), 8'000u);
+  EXPECT_GT(r.srtt(), 9'000u);  // integer smoothing stops a few ns short
+  EXPECT_EQ(r.reorder_window(), 2'000u);
+  RttEstimator q(1'000'000);  // within an eighth (9 us): the eighth, or the spread if larger
+  q.on_sample(8'000);
+  for (int i = 0; i < 200; ++i) q.on_sample(8'800);
+  EXPECT_EQ(q.reorder_window(), 1'000u);
+}
+
 TEST(RttEstimator, MeasuredReorderingWidensTheWindowAtOnceAndDecaysSlowly) {
   RttEstimator r(1'000'000);
   for (int i = 0; i < 200; ++i) r.on_sample(8'000);
