@@ -367,9 +367,9 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   // [workload]
   const toml::table* w = rd.table(root, "workload");
   if (w == nullptr) rd.fail(&root, "missing [workload]");
-  rd.keys(
-      *w, "[workload]",
-      {"kind", "cm", "bytes", "hosts", "senders", "victim", "victim_bytes", "victim_dst", "seed", "stride"});
+  rd.keys(*w, "[workload]",
+          {"kind", "cm", "bytes", "hosts", "senders", "victim", "victim_bytes", "victim_dst", "seed",
+           "stride", "rings"});
   const std::string wk = rd.str(*w, "kind", "permutation");
   const std::uint64_t bytes = rd.uint(*w, "bytes", 2000000, 1, 1ull << 40);
   const auto hosts = u32(rd.uint(*w, "hosts", sc.topo.hosts, 2, sc.topo.hosts));
@@ -424,13 +424,19 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
       sc.ring_bytes = sc.matrix.conns.front().bytes * hosts;
     } else if (wk == "ring_exchange") {
       // One large step of a ring collective: nodes 0, stride, 2 stride, ... < hosts, each sending
-      // `bytes` to the next (stride = hosts per leaf puts one node on each leaf).
+      // `bytes` to the next (stride = hosts per leaf puts one node on each leaf). `rings` rings side
+      // by side, ring r on nodes r, r + stride, ... (rings = stride = hosts per leaf: every host
+      // sends to the host of its index on the next leaf, one step of a hierarchical all-reduce's
+      // phase across leaves).
       sc.workload = Workload::kRingExchange;
       const auto stride = u32(rd.uint(*w, "stride", 1, 1, hosts / 2));
+      const auto rings = u32(rd.uint(*w, "rings", 1, 1, stride));
       const std::uint32_t n = hosts / stride;
       sc.matrix.nodes = hosts;
-      for (std::uint32_t j = 0; j < n; ++j)
-        sc.matrix.conns.push_back(sim::ConnSpec{j * stride, ((j + 1) % n) * stride, j + 1, 0, bytes});
+      for (std::uint32_t r = 0; r < rings; ++r)
+        for (std::uint32_t j = 0; j < n; ++j)
+          sc.matrix.conns.push_back(
+              sim::ConnSpec{j * stride + r, ((j + 1) % n) * stride + r, r * n + j + 1, 0, bytes});
     } else {
       rd.fail(rd.node(*w, "kind"), "workload kind '" + wk +
                                        "' unknown (cm | permutation | incast | all_to_all | ring_allreduce | "

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace mrc::sim {
 namespace {
@@ -28,6 +29,32 @@ TEST(Scenario, ParsesTextWithTheNameItCameFrom) {
   ASSERT_EQ(sc.variants.size(), 1u);
   EXPECT_EQ(sc.variants[0].run.evs_per_plane, 4u);
   EXPECT_EQ(sc.variants[0].run.faults.size(), 1u);
+}
+
+TEST(Scenario, RingExchangeRingsSideBySide) {
+  // radix 8, 2 tiers: 32 hosts, 4 a leaf. stride 4, rings 4: every host sends to the host of its
+  // index on the next leaf (the last leaf wraps to the first), each host once.
+  const Scenario sc = parse_scenario(
+      "[topology]\nkind = \"clos\"\nradix = 8\nplanes = 2\n[workload]\nkind = \"ring_exchange\"\n"
+      "bytes = 1000\nstride = 4\nrings = 4\n",
+      "x.toml");
+  ASSERT_EQ(sc.matrix.conns.size(), 32u);
+  std::vector<int> sends(32, 0), recvs(32, 0);
+  for (const ConnSpec& c : sc.matrix.conns) {
+    EXPECT_EQ(c.dst % 4, c.src % 4);            // the same index ...
+    EXPECT_EQ(c.dst / 4, (c.src / 4 + 1) % 8);  // ... on the next leaf
+    ++sends[c.src];
+    ++recvs[c.dst];
+  }
+  for (int h = 0; h < 32; ++h) EXPECT_TRUE(sends[h] == 1 && recvs[h] == 1) << h;
+  EXPECT_EQ(parse_scenario("[topology]\nkind = \"clos\"\nradix = 8\nplanes = 2\n[workload]\n"
+                           "kind = \"ring_exchange\"\nstride = 4\n",
+                           "y.toml")
+                .matrix.conns.size(),
+            8u);  // one ring by default
+  EXPECT_EQ(error_of("[topology]\nkind = \"clos\"\nradix = 8\nplanes = 2\n[workload]\nkind = "
+                     "\"ring_exchange\"\nstride = 4\nrings = 5\n"),
+            "t.toml:8: 'rings' = 5 out of range [1, 4]");
 }
 
 TEST(Scenario, ErrorsNameFileAndLine) {

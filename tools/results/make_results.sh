@@ -4,8 +4,8 @@
 #   tools/results/make_results.sh [--mrc PATH] [--full-scale]
 #
 #   --mrc         the mrc binary (default: build/tools/mrc/mrc; build it first: ./dev demo)
-#   --full-scale  also run scenarios/scen6_scale.toml (131,072 hosts: ~6 GB of memory, minutes);
-#                 without it the report repeats the last saved full-scale result
+#   --full-scale  also run scenarios/scen6_scale.toml and scen6_collective.toml (131,072 hosts: GBs of
+#                 memory, minutes each); without it the report repeats the last saved full-scale results
 #
 # Scenario N of the report is every scenarios/scenN_*.toml (N = 1..6); a missing scenario, or one
 # whose input is missing, is reported loudly and skipped. The .cm matrices of scenario 1 are
