@@ -9,6 +9,7 @@
 # difference divided by N2-N1 removes warm-up and one-time costs. Set CALLGRIND_KEEP=DIR to keep the
 # callgrind.out files there (for callgrind_annotate).
 set -euo pipefail
+shopt -s inherit_errexit  # a failed measurement inside $(...) stops the script
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
