@@ -253,6 +253,9 @@ class Endpoint {
   void push_completion(const Completion& c) { completions_.push_back(c); }
   void push_event(const Event& e);
   void mark_tx_ready(Qp* qp);
+  /// The EV list `evs` as an immutable table shared with the QPs created before from an equal list
+  /// (D54): the last list seen is kept, so the QPs of one profile hold one copy between them.
+  std::shared_ptr<const Ev[]> shared_evs(std::span<const Ev> evs);
 
  private:
   struct EpTx;  // queued endpoint control packets
@@ -294,6 +297,8 @@ class Endpoint {
 
   EndpointConfig cfg_;
   MemoryTable memory_;
+  std::shared_ptr<const Ev[]> last_evs_;  ///< shared_evs(): the last EV list and its length
+  std::size_t last_evs_n_ = 0;
   std::vector<std::unique_ptr<Qp>> qps_;        ///< index = qpn - kFirstQpn
   mutable std::vector<Time> due_;               ///< per QP index: cached deadline (kNever: not in the heap)
   mutable std::vector<std::uint32_t> due_pos_;  ///< per QP index: position in due_heap_ or kNoPos

@@ -8,8 +8,15 @@
 //   ASSUMED_BAD -probe_success_threshold consecutive probe answers-> GOOD (back to active or backup)
 //   any -controller deny-> DENIED (never recovers by itself) -controller allow-> GOOD
 // Every transition is reported through the callback given at construction.
+//
+// Memory (D54): the EV list is an immutable table shared by the QPs made from one list (the
+// Endpoint keeps it, Endpoint::shared_evs); each EV costs its QP an 8-byte slot (state, role, GOOD
+// list position); what only an EV that left GOOD or lost a packet needs (SKIP expiry, probing,
+// loss history) is in a side table that grows on first use, and the delivery times of the EVs
+// come with the first delivery, so a QP end that never sends holds neither.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -42,9 +49,13 @@ class EvManager {
   };
 
   EvManager() = default;
-  /// `evs[0, active_count)` are active, the rest backups. Ports >= num_ports are rejected.
+  /// `evs[0, active_count)` are active, the rest backups. Ports >= num_ports are rejected. Keeps
+  /// its own copy of the list.
   bool init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports, const Params& p,
             std::uint64_t seed, Sink sink, void* ctx);
+  /// The same over `n` EVs of a table shared with other QPs (never written).
+  bool init(std::shared_ptr<const Ev[]> evs, std::size_t n, std::uint32_t active_count,
+            std::uint32_t num_ports, const Params& p, std::uint64_t seed, Sink sink, void* ctx);
 
   /// Picks a GOOD active EV on a port in `ports` (round-robin over ports), or the previous pick
   /// again while its burst (Params::burst) lasts. kNone if none.
@@ -56,19 +67,21 @@ class EvManager {
   /// A first transmission sent at `sent` on `slot` was acknowledged. True when it ends a streak
   /// (LossHistory::streak): the EV survived its last confirmed loss (D57).
   bool on_delivered(std::uint16_t slot, Time sent) {
-    Slot& s = slots_[slot];
-    if (sent <= s.delivered_sent) return false;
-    s.delivered_sent = sent;
-    const bool ended = s.loss.streak != 0;
-    s.loss.streak = 0;
-    return ended;
+    if (delivered_.empty()) delivered_.assign(slots_.size(), 0);  // the QP's first delivery
+    Time& d = delivered_[slot];
+    if (sent <= d) return false;
+    d = sent;
+    const std::uint16_t c = slots_[slot].cold;
+    if (c == kNone || cold_[c].loss.streak == 0) return false;
+    cold_[c].loss.streak = 0;
+    return true;
   }
   /// A GOOD (else any usable) EV on `port`, for ACK traffic on the plane data arrived on.
   std::uint16_t pick_on_port(std::uint8_t port);
   /// Ports that currently have at least one GOOD active EV.
   std::uint32_t ports_with_good() const;
 
-  const Ev& ev(std::uint16_t slot) const { return slots_[slot].ev; }
+  const Ev& ev(std::uint16_t slot) const { return evs_[slot]; }
   EvState state(std::uint16_t slot) const { return slots_[slot].state; }
   std::uint16_t find(std::uint32_t value, std::uint8_t port) const;
   std::size_t size() const { return slots_.size(); }
@@ -88,7 +101,10 @@ class EvManager {
     std::uint32_t since = 0;
     std::uint32_t sent_at = 0;
   };
-  LossHistory& loss_history(std::uint16_t slot) { return slots_[slot].loss; }
+  /// Valid until the next call that may give another EV its side-table entry.
+  LossHistory& loss_history(std::uint16_t slot) { return cold(slot).loss; }
+  /// EVs that have an entry in the side table (they left GOOD or had a loss confirmed).
+  std::size_t cold_entries() const { return cold_.size(); }
 
   // Feedback.
   void on_skip_signal(std::uint16_t slot, EvCause cause, Time now);
@@ -122,52 +138,75 @@ class EvManager {
     std::uint64_t transitions = 0, promotions = 0, floor_hits = 0, probes = 0;
   };
   const Stats& stats() const { return stats_; }
-  /// Heap bytes of the slot table and lists (the object itself excluded).
+  /// Heap bytes of the slot tables and lists (the object itself and the shared EV list excluded).
   std::size_t heap_bytes() const;
   std::uint32_t count(EvState s) const;
-  std::uint32_t active_good(std::uint8_t port) const {
-    return static_cast<std::uint32_t>(good_[port].size());
-  }
+  std::uint32_t active_good(std::uint8_t port) const { return ports_[port].good_len; }
 
  private:
   enum class Role : std::uint8_t { kActive, kBackup, kProbing, kDenied, kPortDown };
-  struct Slot {  // small fields first: they share one 8-byte word (56 bytes; 128 EVs = 7 KB a QP)
-    Ev ev;
+  /// What every EV needs: 8 bytes (128 EVs = 1 KB a QP).
+  struct Slot {
     EvState state = EvState::kGood;
     Role role = Role::kBackup;
     Role role_before_down = Role::kBackup;  ///< restored when the port comes back
-    std::uint8_t probe_fails = 0;           ///< consecutive unanswered probes: the interval doubles with each
-    std::uint16_t good_pos = kNone;         ///< index in good_[port] while GOOD and active
-    std::uint16_t probe_ok = 0;
+    std::uint16_t good_pos = kNone;         ///< index in its port's GOOD list while GOOD and active
+    std::uint16_t cold = kNone;             ///< its entry in cold_, once it has one
+  };
+  /// What only an EV that left GOOD or had a loss confirmed needs (cold_, in order of first use).
+  struct Cold {
     Time skip_until = 0;
     Time next_probe = 0;
-    Time delivered_sent = 0;  ///< send time of the latest acknowledged first transmission on it
     LossHistory loss;
+    std::uint16_t probe_ok = 0;
+    std::uint8_t probe_fails = 0;  ///< consecutive unanswered probes: the interval doubles with each
+  };
+  /// Per port: its GOOD list, good_[good_off, good_off + good_len), which has room for its active
+  /// target (only active EVs are GOOD-listed, and no more than `target` are active).
+  struct Port {
+    std::uint16_t good_off = 0;
+    std::uint16_t good_len = 0;
+    std::uint16_t target = 0;  ///< desired active count
+    std::uint16_t active = 0;  ///< slots in role kActive
   };
 
+  /// The slot's side-table entry, made on first use (references to other entries may move).
+  Cold& cold(std::uint16_t slot) {
+    Slot& s = slots_[slot];
+    if (s.cold == kNone) {
+      s.cold = static_cast<std::uint16_t>(cold_.size());
+      cold_.emplace_back();
+    }
+    return cold_[s.cold];
+  }
+  Time delivered(std::uint16_t slot) const { return delivered_.empty() ? 0 : delivered_[slot]; }
+  bool has_backup(std::uint8_t port) const;
   void set_state(std::uint16_t slot, EvState to, EvCause cause, Time now);
   void good_add(std::uint16_t slot);
   void good_remove(std::uint16_t slot);
   void promote_backup(std::uint8_t port, Time now);
   /// A uniformly random GOOD active EV of `port` (which has one).
   std::uint16_t random_good(std::uint8_t port) {
-    const auto& g = good_[port];
-    return g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+    const Port& p = ports_[port];
+    return good_[p.good_off + rng_.below(p.good_len)];
   }
   /// Round robin: the next port in `eligible` (non-empty, ports with GOOD EVs), a random EV of it.
   std::uint16_t next_good(std::uint32_t eligible);
   void place_good(std::uint16_t slot);
   void refresh_next_probe();
-  Duration probe_backoff(const Slot& s) const { return params_.probe_interval << s.probe_fails; }
+  Duration probe_backoff(const Cold& c) const { return params_.probe_interval << c.probe_fails; }
 
+  std::shared_ptr<const Ev[]> evs_;  ///< the EV of each slot (shared, immutable)
   std::vector<Slot> slots_;
-  std::vector<std::vector<std::uint16_t>> good_;    ///< per port: active GOOD slots
-  std::vector<std::vector<std::uint16_t>> backup_;  ///< per port: backup pool (LIFO)
-  std::vector<std::uint32_t> active_target_;        ///< per port: desired active count
-  std::vector<std::uint16_t> skipped_;              ///< SKIP slots (expiry scan)
-  std::vector<std::uint16_t> probing_;              ///< ASSUMED_BAD slots
-  std::vector<std::uint32_t> active_count_;         ///< per port: slots in role kActive
-  std::uint32_t good_mask_ = 0;                     ///< ports with a non-empty good_ list
+  std::vector<Cold> cold_;       ///< side table (Slot::cold)
+  std::vector<Time> delivered_;  ///< per slot: send time of its latest acknowledged first
+                                 ///< transmission; empty until the QP's first delivery
+  std::vector<Port> ports_;
+  std::vector<std::uint16_t> good_;     ///< the ports' GOOD lists (Port::good_off)
+  std::vector<std::uint16_t> backup_;   ///< every port's backup pool: a port's last entry is its next
+  std::vector<std::uint16_t> skipped_;  ///< SKIP slots (expiry scan)
+  std::vector<std::uint16_t> probing_;  ///< ASSUMED_BAD slots
+  std::uint32_t good_mask_ = 0;         ///< ports with a non-empty GOOD list
   Time next_skip_ = kNever;
   Time next_probe_ = kNever;
   std::uint32_t num_ports_ = 0;

@@ -233,6 +233,53 @@ TEST(EvManager, PickOnPortPrefersAGoodEvOfThatPort) {
   }
 }
 
+TEST(EvManager, AFreshManagerHoldsEightBytesAnEvAndItsGoodList) {
+  // 128 EVs on one port (the simulator's htsim network): an 8-byte slot per EV, the GOOD list
+  // (2 bytes an active EV) and the port; no side-table entries, no delivery times.
+  Evm e(1, 128, 0);
+  ASSERT_TRUE(e.ok_);
+  constexpr std::size_t kFresh = 128 * 8 + 128 * 2 + 8;
+  EXPECT_EQ(e.m.heap_bytes(), kFresh);
+  EXPECT_EQ(e.m.cold_entries(), 0u);
+  // Packets sent and delivered with nothing lost add the delivery times (8 bytes an EV), once.
+  for (Time t = 1; t <= 1000; ++t) EXPECT_FALSE(e.m.on_delivered(e.m.pick(1), t));
+  EXPECT_EQ(e.m.cold_entries(), 0u);
+  EXPECT_EQ(e.m.heap_bytes(), kFresh + 128 * 8);
+  // Backups cost a pool entry each (2 bytes), and only when there are some.
+  Evm b(4, 16, 4);
+  EXPECT_EQ(b.m.heap_bytes(), 80 * 8 + 64 * 2 + 4 * 8 + 16 * 2);
+}
+
+TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
+  Evm e(2, 4, 1);
+  const std::uint16_t skipped = e.slot(0, 0), lossy = e.slot(1, 0), failed = e.slot(1, 1);
+  e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 100);
+  e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 200);  // the same entry
+  EXPECT_EQ(e.m.cold_entries(), 1u);
+  e.m.expire_skips(200 + kSkip);
+  EXPECT_EQ(e.m.state(skipped), EvState::kGood);
+  EXPECT_EQ(e.m.cold_entries(), 1u);  // an entry stays once made
+  EvManager::LossHistory& h = e.m.loss_history(lossy);
+  EXPECT_EQ(h.losses, 0);
+  h.losses = 1;
+  h.streak = 1;
+  EXPECT_EQ(e.m.cold_entries(), 2u);
+  e.m.on_failure(failed, EvCause::kLoss, 300);
+  EXPECT_EQ(e.m.cold_entries(), 3u);
+  EXPECT_EQ(e.m.next_probe_time(), 300 + kProbe);
+  // Entries keep their values while the table grows, and a delivery ends the streak in one.
+  for (std::uint32_t k = 0; k < 5; ++k) e.m.loss_history(e.slot(0, k)).sent_at = k;
+  EXPECT_EQ(e.m.cold_entries(), 7u);
+  EXPECT_EQ(e.m.loss_history(lossy).losses, 1);
+  EXPECT_EQ(e.m.loss_history(e.slot(0, 0)).sent_at, 0u);
+  EXPECT_EQ(e.m.loss_history(e.slot(0, 4)).sent_at, 4u);
+  EXPECT_TRUE(e.m.on_delivered(lossy, 400));
+  EXPECT_EQ(e.m.loss_history(lossy).streak, 0);
+  EXPECT_FALSE(e.m.on_delivered(lossy, 500));         // no streak left to end
+  EXPECT_FALSE(e.m.on_delivered(e.slot(1, 2), 500));  // no entry at all
+  EXPECT_EQ(e.m.cold_entries(), 7u);
+}
+
 TEST(EvManager, EcnSkipLastsSkipDurationThenGood) {
   Evm e(2, 4, 2);
   const std::uint16_t s = e.slot(0, 2);

@@ -117,6 +117,31 @@ TEST(QpState, PsnRingGrowsForALargerMessage) {
   EXPECT_LT(large - small, 1024 * 64u);
 }
 
+TEST(QpState, TheQpsOfOneEvListShareOneCopy) {
+  engine::EndpointConfig ec;
+  ec.num_ports = 2;
+  engine::Endpoint ep(ec);
+  engine::QpConfig qc;
+  qc.evs = engine::make_ev_set(2, 4, 0);
+  const std::vector<engine::Ev> first = qc.evs;
+  const std::uint32_t a = ep.create_qp(qc), b = ep.create_qp(qc);
+  qc.evs = engine::make_ev_set(2, 4, 1);
+  const std::uint32_t c = ep.create_qp(qc);
+  ASSERT_TRUE(a != 0 && b != 0 && c != 0);
+  const engine::Endpoint& cep = ep;
+  EXPECT_EQ(&cep.qp(a)->evs().ev(0), &cep.qp(b)->evs().ev(0));
+  EXPECT_NE(&cep.qp(a)->evs().ev(0), &cep.qp(c)->evs().ev(0));
+  EXPECT_EQ(cep.qp(c)->evs().size(), 10u);
+  // a and b keep their list after the endpoint moved on to another, and after each other's end.
+  ASSERT_EQ(ep.destroy_qp(a), 0);
+  ASSERT_EQ(cep.qp(b)->evs().size(), first.size());
+  for (std::uint16_t s = 0; s < first.size(); ++s) EXPECT_EQ(cep.qp(b)->evs().ev(s), first[s]);
+  // An equal list made anew is shared again only while it is the endpoint's last.
+  qc.evs = engine::make_ev_set(2, 4, 1);
+  const std::uint32_t d = ep.create_qp(qc);
+  EXPECT_EQ(&cep.qp(c)->evs().ev(0), &cep.qp(d)->evs().ev(0));
+}
+
 TEST(QpState, AQpThatOnlySendsHoldsNoResponderBuffers) {
   PairOptions o;
   Pair p(o);
