@@ -26,6 +26,7 @@ bool EvManager::init(std::shared_ptr<const Ev[]> evs, std::size_t n, std::uint32
   sink_ = sink;
   ctx_ = ctx;
   slots_.assign(n, Slot{});
+  skip_until_.clear();
   cold_.clear();
   delivered_.clear();
   ports_.assign(num_ports, Port{});
@@ -169,8 +170,8 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
   if (s.role != Role::kActive) return;
   const Time until = now + params_.skip_duration;
   if (s.state == EvState::kSkip) {
-    Cold& c = cold(slot);
-    c.skip_until = std::max(c.skip_until, until);
+    Time& t = skip_until(slot);
+    t = std::max(t, until);
     return;
   }
   if (s.state != EvState::kGood) return;
@@ -179,7 +180,7 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
   const std::uint32_t others = ports_with_good() & ~(1u << port);
   if (others == 0 && ports_[port].good_len == 1) return;
   good_remove(slot);
-  cold(slot).skip_until = until;
+  skip_until(slot) = until;
   skipped_.push_back(slot);
   next_skip_ = std::min(next_skip_, until);
   set_state(slot, EvState::kSkip, cause, now);
@@ -278,7 +279,7 @@ void EvManager::expire_skips(Time now) {
     const std::uint16_t slot = skipped_[r];
     const Slot& s = slots_[slot];
     if (s.state != EvState::kSkip) continue;  // left SKIP some other way
-    const Time until = cold_[s.cold].skip_until;
+    const Time until = skip_until_[s.skip];
     if (until <= now) {
       set_state(slot, EvState::kGood, EvCause::kSkipExpired, now);
       if (s.role == Role::kActive) good_add(slot);
@@ -324,7 +325,7 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
       const auto slot = static_cast<std::uint16_t>(i);
       good_remove(slot);
       if (s.role == Role::kActive) --ports_[port].active;
-      s.role_before_down = s.role;
+      cold(slot).role_before_down = s.role;
       s.role = Role::kPortDown;
       set_state(slot, EvState::kAssumedBad, EvCause::kPortDown, now);
     }
@@ -338,11 +339,11 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
     Slot& s = slots_[i];
     if (evs_[i].port != port || s.role != Role::kPortDown) continue;
     const auto slot = static_cast<std::uint16_t>(i);
-    if (s.role_before_down == Role::kProbing) {
+    Cold& c = cold(slot);
+    if (c.role_before_down == Role::kProbing) {
       // It had failed before the port went down: the port coming back says nothing about its
       // path, so it stays ASSUMED_BAD and resumes probing.
       s.role = Role::kProbing;
-      Cold& c = cold(slot);
       c.probe_ok = 0;
       c.probe_fails = 0;
       c.next_probe = now + params_.probe_interval;
@@ -377,7 +378,7 @@ std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool
     } else if (!denied && s.state == EvState::kDenied) {
       if (!port_usable(port)) {
         s.role = Role::kPortDown;
-        s.role_before_down = Role::kBackup;
+        cold(slot).role_before_down = Role::kBackup;
         set_state(slot, EvState::kAssumedBad, EvCause::kController, now);
         continue;
       }
@@ -395,8 +396,9 @@ std::uint32_t EvManager::count(EvState st) const {
 }
 
 std::size_t EvManager::heap_bytes() const {
-  return slots_.capacity() * sizeof(Slot) + cold_.capacity() * sizeof(Cold) +
-         delivered_.capacity() * sizeof(Time) + ports_.capacity() * sizeof(Port) +
+  return slots_.capacity() * sizeof(Slot) + skip_until_.capacity() * sizeof(Time) +
+         cold_.capacity() * sizeof(Cold) + delivered_.capacity() * sizeof(Time) +
+         ports_.capacity() * sizeof(Port) +
          (good_.capacity() + backup_.capacity() + skipped_.capacity() + probing_.capacity()) *
              sizeof(std::uint16_t);
 }

@@ -11,9 +11,9 @@
 //
 // Memory (D54): the EV list is an immutable table shared by the QPs made from one list (the
 // Endpoint keeps it, Endpoint::shared_evs); each EV costs its QP an 8-byte slot (state, role, GOOD
-// list position); what only an EV that left GOOD or lost a packet needs (SKIP expiry, probing,
-// loss history) is in a side table that grows on first use, and the delivery times of the EVs
-// come with the first delivery, so a QP end that never sends holds neither.
+// list position); an EV's SKIP expiry is in a side table it enters at its first SKIP, what only
+// an EV that failed or lost a packet needs (probing, loss history) in another, and the delivery
+// times of the EVs come with the first delivery, so a QP end that never sends holds none of them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -103,7 +103,9 @@ class EvManager {
   };
   /// Valid until the next call that may give another EV its side-table entry.
   LossHistory& loss_history(std::uint16_t slot) { return cold(slot).loss; }
-  /// EVs that have an entry in the side table (they left GOOD or had a loss confirmed).
+  /// EVs with an entry in the side tables: of SKIP expiries (they were skipped) and of the rest
+  /// (they failed, or had a loss confirmed, or their port went down).
+  std::size_t skip_entries() const { return skip_until_.size(); }
   std::size_t cold_entries() const { return cold_.size(); }
 
   // Feedback.
@@ -149,17 +151,19 @@ class EvManager {
   struct Slot {
     EvState state = EvState::kGood;
     Role role = Role::kBackup;
-    Role role_before_down = Role::kBackup;  ///< restored when the port comes back
-    std::uint16_t good_pos = kNone;         ///< index in its port's GOOD list while GOOD and active
-    std::uint16_t cold = kNone;             ///< its entry in cold_, once it has one
+    std::uint16_t good_pos = kNone;  ///< index in its port's GOOD list while GOOD and active
+    std::uint16_t skip = kNone;      ///< its entry in skip_until_, once it was skipped
+    std::uint16_t cold = kNone;      ///< its entry in cold_, once it has one
   };
-  /// What only an EV that left GOOD or had a loss confirmed needs (cold_, in order of first use).
+  static_assert(sizeof(Slot) == 8);
+  /// What only an EV that failed, had a loss confirmed or saw its port go down needs (cold_, in
+  /// order of first use).
   struct Cold {
-    Time skip_until = 0;
     Time next_probe = 0;
     LossHistory loss;
     std::uint16_t probe_ok = 0;
-    std::uint8_t probe_fails = 0;  ///< consecutive unanswered probes: the interval doubles with each
+    std::uint8_t probe_fails = 0;           ///< consecutive unanswered probes: the interval doubles with each
+    Role role_before_down = Role::kBackup;  ///< restored when the port comes back
   };
   /// Per port: its GOOD list, good_[good_off, good_off + good_len), which has room for its active
   /// target (only active EVs are GOOD-listed, and no more than `target` are active).
@@ -178,6 +182,15 @@ class EvManager {
       cold_.emplace_back();
     }
     return cold_[s.cold];
+  }
+  /// The slot's SKIP expiry, its entry made on first use.
+  Time& skip_until(std::uint16_t slot) {
+    Slot& s = slots_[slot];
+    if (s.skip == kNone) {
+      s.skip = static_cast<std::uint16_t>(skip_until_.size());
+      skip_until_.push_back(0);
+    }
+    return skip_until_[s.skip];
   }
   Time delivered(std::uint16_t slot) const { return delivered_.empty() ? 0 : delivered_[slot]; }
   bool has_backup(std::uint8_t port) const;
@@ -198,9 +211,10 @@ class EvManager {
 
   std::shared_ptr<const Ev[]> evs_;  ///< the EV of each slot (shared, immutable)
   std::vector<Slot> slots_;
-  std::vector<Cold> cold_;       ///< side table (Slot::cold)
-  std::vector<Time> delivered_;  ///< per slot: send time of its latest acknowledged first
-                                 ///< transmission; empty until the QP's first delivery
+  std::vector<Time> skip_until_;  ///< side table of SKIP expiries (Slot::skip)
+  std::vector<Cold> cold_;        ///< side table (Slot::cold)
+  std::vector<Time> delivered_;   ///< per slot: send time of its latest acknowledged first
+                                  ///< transmission; empty until the QP's first delivery
   std::vector<Port> ports_;
   std::vector<std::uint16_t> good_;     ///< the ports' GOOD lists (Port::good_off)
   std::vector<std::uint16_t> backup_;   ///< every port's backup pool: a port's last entry is its next

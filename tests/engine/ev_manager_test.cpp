@@ -254,22 +254,28 @@ TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
   Evm e(2, 4, 1);
   const std::uint16_t skipped = e.slot(0, 0), lossy = e.slot(1, 0), failed = e.slot(1, 1);
   e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 100);
-  e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 200);  // the same entry
-  EXPECT_EQ(e.m.cold_entries(), 1u);
+  e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 200);  // the same entry, extended
+  EXPECT_EQ(e.m.skip_entries(), 1u);
+  EXPECT_EQ(e.m.cold_entries(), 0u);  // a SKIP needs only its expiry
+  e.m.expire_skips(100 + kSkip);
+  EXPECT_EQ(e.m.state(skipped), EvState::kSkip);
   e.m.expire_skips(200 + kSkip);
   EXPECT_EQ(e.m.state(skipped), EvState::kGood);
-  EXPECT_EQ(e.m.cold_entries(), 1u);  // an entry stays once made
+  e.m.on_skip_signal(skipped, EvCause::kTrimNack, 300);
+  EXPECT_EQ(e.m.skip_entries(), 1u);  // an entry stays once made, and is used again
+  EXPECT_EQ(e.m.next_skip_expiry(), 300 + kSkip);
   EvManager::LossHistory& h = e.m.loss_history(lossy);
   EXPECT_EQ(h.losses, 0);
   h.losses = 1;
   h.streak = 1;
-  EXPECT_EQ(e.m.cold_entries(), 2u);
+  EXPECT_EQ(e.m.cold_entries(), 1u);
   e.m.on_failure(failed, EvCause::kLoss, 300);
-  EXPECT_EQ(e.m.cold_entries(), 3u);
+  EXPECT_EQ(e.m.cold_entries(), 2u);
   EXPECT_EQ(e.m.next_probe_time(), 300 + kProbe);
   // Entries keep their values while the table grows, and a delivery ends the streak in one.
   for (std::uint32_t k = 0; k < 5; ++k) e.m.loss_history(e.slot(0, k)).sent_at = k;
   EXPECT_EQ(e.m.cold_entries(), 7u);
+  EXPECT_EQ(e.m.skip_entries(), 1u);
   EXPECT_EQ(e.m.loss_history(lossy).losses, 1);
   EXPECT_EQ(e.m.loss_history(e.slot(0, 0)).sent_at, 0u);
   EXPECT_EQ(e.m.loss_history(e.slot(0, 4)).sent_at, 4u);
@@ -278,6 +284,13 @@ TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
   EXPECT_FALSE(e.m.on_delivered(lossy, 500));         // no streak left to end
   EXPECT_FALSE(e.m.on_delivered(e.slot(1, 2), 500));  // no entry at all
   EXPECT_EQ(e.m.cold_entries(), 7u);
+  // A port going down gives its EVs an entry (the role to restore); the port's EVs come back.
+  Evm d(2, 4, 1);
+  d.m.set_port_usable(1, false, 0);
+  EXPECT_EQ(d.m.cold_entries(), 5u);
+  d.m.set_port_usable(1, true, 10);
+  EXPECT_EQ(d.m.active_good(1), 4u);
+  EXPECT_EQ(d.m.cold_entries(), 5u);
 }
 
 TEST(EvManager, EcnSkipLastsSkipDurationThenGood) {
