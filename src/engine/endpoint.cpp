@@ -166,14 +166,11 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   return qpn;
 }
 
-std::shared_ptr<const Ev[]> Endpoint::shared_evs(std::span<const Ev> evs) {
-  if (!last_evs_ || last_evs_n_ != evs.size() || !std::equal(evs.begin(), evs.end(), last_evs_.get())) {
-    const std::shared_ptr<Ev[]> copy = std::make_shared<Ev[]>(evs.size());
-    std::copy(evs.begin(), evs.end(), copy.get());
-    last_evs_ = copy;
-    last_evs_n_ = evs.size();
-  }
-  return last_evs_;
+std::shared_ptr<const EvManager::Table> Endpoint::shared_ev_table(std::span<const Ev> evs,
+                                                                  std::uint32_t active_count) {
+  if (!last_ev_table_ || !EvManager::same_table(*last_ev_table_, evs, active_count))
+    last_ev_table_ = EvManager::make_table(evs, active_count, cfg_.num_ports);
+  return last_ev_table_;
 }
 
 int Endpoint::destroy_qp(std::uint32_t qpn) {

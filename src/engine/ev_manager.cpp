@@ -5,63 +5,90 @@
 
 namespace mrc::engine {
 
-bool EvManager::init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports,
-                     const Params& p, std::uint64_t seed, Sink sink, void* ctx) {
-  const std::shared_ptr<Ev[]> copy = std::make_shared<Ev[]>(evs.size());
-  std::copy(evs.begin(), evs.end(), copy.get());
-  return init(copy, evs.size(), active_count, num_ports, p, seed, sink, ctx);
+std::shared_ptr<const EvManager::Table> EvManager::make_table(std::span<const Ev> evs,
+                                                              std::uint32_t active_count,
+                                                              std::uint32_t num_ports) {
+  const std::size_t n = evs.size();
+  if (num_ports == 0 || num_ports > kMaxPorts || n == 0 || n >= kNone) return nullptr;
+  for (const Ev& e : evs)
+    if (e.port >= num_ports) return nullptr;
+  auto t = std::make_shared<Table>();
+  t->evs.assign(evs.begin(), evs.end());
+  t->active_arg = active_count;
+  if (active_count == 0 || active_count > n) active_count = static_cast<std::uint32_t>(n);
+  t->slots.assign(n, Slot{});
+  t->ports.assign(num_ports, Port{});
+  // Each port's GOOD list gets room for its active EVs, in port order.
+  for (std::size_t i = 0; i < active_count; ++i) ++t->ports[evs[i].port].target;
+  std::uint16_t off = 0;
+  for (Port& port : t->ports) {
+    port.good_off = off;
+    off = static_cast<std::uint16_t>(off + port.target);
+  }
+  t->good.assign(active_count, kNone);
+  for (std::size_t i = 0; i < n; ++i) {
+    Slot& s = t->slots[i];
+    const auto slot = static_cast<std::uint16_t>(i);
+    if (i < active_count) {
+      s.role = Role::kActive;
+      Port& p = t->ports[evs[i].port];
+      ++p.active;
+      s.good_pos = p.good_len;
+      t->good[p.good_off + p.good_len++] = slot;
+    } else {
+      s.role = Role::kBackup;
+      t->backup.push_back(slot);
+    }
+  }
+  // Backups are taken LIFO; reverse so the first-listed backup of a port is promoted first.
+  std::reverse(t->backup.begin(), t->backup.end());
+  return t;
 }
 
-bool EvManager::init(std::shared_ptr<const Ev[]> evs, std::size_t n, std::uint32_t active_count,
-                     std::uint32_t num_ports, const Params& p, std::uint64_t seed, Sink sink, void* ctx) {
-  if (num_ports == 0 || num_ports > kMaxPorts || n >= kNone) return false;
-  if (active_count == 0 || active_count > n) active_count = static_cast<std::uint32_t>(n);
-  for (std::size_t i = 0; i < n; ++i)
-    if (evs[i].port >= num_ports) return false;
-  evs_ = std::move(evs);
-  num_ports_ = num_ports;
-  usable_ports_ = num_ports == 32 ? 0xFFFFFFFFu : (1u << num_ports) - 1;
+bool EvManager::same_table(const Table& t, std::span<const Ev> evs, std::uint32_t active_count) {
+  return t.active_arg == active_count && t.evs.size() == evs.size() &&
+         std::equal(evs.begin(), evs.end(), t.evs.begin());
+}
+
+bool EvManager::init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports,
+                     const Params& p, std::uint64_t seed, Sink sink, void* ctx) {
+  return init(make_table(evs, active_count, num_ports), p, seed, sink, ctx);
+}
+
+bool EvManager::init(std::shared_ptr<const Table> table, const Params& p, std::uint64_t seed, Sink sink,
+                     void* ctx) {
+  if (!table) return false;
+  table_ = std::move(table);
+  evs_ = table_->evs.data();
+  n_ = table_->evs.size();
+  num_ports_ = static_cast<std::uint32_t>(table_->ports.size());
+  usable_ports_ = num_ports_ == 32 ? 0xFFFFFFFFu : (1u << num_ports_) - 1;
   params_ = p;
   rng_.reseed(seed);
   sink_ = sink;
   ctx_ = ctx;
-  slots_.assign(n, Slot{});
+  slots_.clear();
+  good_.clear();
+  ports_.clear();
+  backup_.clear();
+  sl_ = table_->slots.data();
+  gd_ = table_->good.data();
+  pt_ = table_->ports.data();
   skip_until_.clear();
   cold_.clear();
   delivered_.clear();
-  ports_.assign(num_ports, Port{});
-  backup_.clear();
   skipped_.clear();
   probing_.clear();
   good_mask_ = 0;
+  for (std::uint32_t port = 0; port < num_ports_; ++port)
+    if (pt_[port].good_len != 0) good_mask_ |= 1u << port;
   burst_slot_ = kNone;
   burst_left_ = 0;
-  // Each port's GOOD list gets room for its active EVs, in port order.
-  for (std::size_t i = 0; i < active_count; ++i) ++ports_[evs_[i].port].target;
-  std::uint16_t off = 0;
-  for (Port& port : ports_) {
-    port.good_off = off;
-    off = static_cast<std::uint16_t>(off + port.target);
-  }
-  good_.assign(active_count, kNone);
-  for (std::size_t i = 0; i < n; ++i) {
-    Slot& s = slots_[i];
-    const auto slot = static_cast<std::uint16_t>(i);
-    if (i < active_count) {
-      s.role = Role::kActive;
-      ++ports_[evs_[i].port].active;
-      good_add(slot);
-    } else {
-      s.role = Role::kBackup;
-      backup_.push_back(slot);
-    }
-  }
-  // Backups are taken LIFO; reverse so the first-listed backup of a port is promoted first.
-  std::reverse(backup_.begin(), backup_.end());
-  return !slots_.empty();
+  return true;
 }
 
 void EvManager::good_add(std::uint16_t slot) {
+  assert(!slots_.empty());  // own()
   Slot& s = slots_[slot];
   const std::uint8_t port = evs_[slot].port;
   Port& p = ports_[port];
@@ -99,7 +126,7 @@ std::uint16_t EvManager::pick(std::uint32_t ports) {
   if (eligible == 0) return kNone;
   if (burst_left_ != 0) {
     // good_pos is set only while the slot is GOOD and active.
-    if (slots_[burst_slot_].good_pos != kNone && ((eligible >> evs_[burst_slot_].port) & 1u)) {
+    if (sl_[burst_slot_].good_pos != kNone && ((eligible >> evs_[burst_slot_].port) & 1u)) {
       --burst_left_;
       return burst_slot_;
     }
@@ -126,11 +153,11 @@ std::uint16_t EvManager::pick_proven(std::uint32_t ports, Time since) {
 }
 
 std::uint16_t EvManager::pick_on_port(std::uint8_t port) {
-  if (port < num_ports_ && ports_[port].good_len != 0) return random_good(port);
+  if (port < num_ports_ && pt_[port].good_len != 0) return random_good(port);
   // No GOOD EV on that plane: any active EV of a usable port, starting with `port`.
   std::uint16_t fallback = kNone;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    const Slot& s = slots_[i];
+  for (std::size_t i = 0; i < n_; ++i) {
+    const Slot& s = sl_[i];
     if (s.role != Role::kActive || !port_usable(evs_[i].port)) continue;
     if (evs_[i].port == port) return static_cast<std::uint16_t>(i);
     if (fallback == kNone || s.state == EvState::kGood) fallback = static_cast<std::uint16_t>(i);
@@ -144,12 +171,13 @@ std::uint32_t EvManager::ports_with_good() const {
 }
 
 std::uint16_t EvManager::find(std::uint32_t value, std::uint8_t port) const {
-  for (std::size_t i = 0; i < slots_.size(); ++i)
+  for (std::size_t i = 0; i < n_; ++i)
     if (evs_[i].value == value && evs_[i].port == port) return static_cast<std::uint16_t>(i);
   return kNone;
 }
 
 void EvManager::set_state(std::uint16_t slot, EvState to, EvCause cause, Time now) {
+  assert(!slots_.empty());  // own()
   Slot& s = slots_[slot];
   if (s.state == to) return;
   const Transition t{slot, evs_[slot], s.state, to, cause};
@@ -161,11 +189,12 @@ void EvManager::set_state(std::uint16_t slot, EvState to, EvCause cause, Time no
 std::uint32_t EvManager::active_usable() const {
   std::uint32_t n = 0;
   for (std::uint32_t p = 0; p < num_ports_; ++p)
-    if (port_usable(static_cast<std::uint8_t>(p))) n += ports_[p].active;
+    if (port_usable(static_cast<std::uint8_t>(p))) n += pt_[p].active;
   return n;
 }
 
 void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
+  own();
   Slot& s = slots_[slot];
   if (s.role != Role::kActive) return;
   const Time until = now + params_.skip_duration;
@@ -187,6 +216,7 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
 }
 
 void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
+  own();
   Slot& s = slots_[slot];
   if (s.role != Role::kActive || (s.state != EvState::kGood && s.state != EvState::kSkip)) return;
   const std::uint8_t port = evs_[slot].port;
@@ -244,6 +274,7 @@ void EvManager::promote_backup(std::uint8_t port, Time now) {
 }
 
 void EvManager::on_probe_success(std::uint16_t slot, Time now) {
+  own();
   Slot& s = slots_[slot];
   if (s.role != Role::kProbing || s.state != EvState::kAssumedBad) return;
   Cold& c = cold(slot);
@@ -256,7 +287,7 @@ void EvManager::on_probe_success(std::uint16_t slot, Time now) {
 }
 
 void EvManager::on_probe_failure(std::uint16_t slot, Time now) {
-  if (slots_[slot].role != Role::kProbing) return;
+  if (sl_[slot].role != Role::kProbing) return;
   Cold& c = cold(slot);
   c.probe_ok = 0;
   if (c.probe_fails < 5) ++c.probe_fails;
@@ -267,12 +298,13 @@ void EvManager::on_probe_failure(std::uint16_t slot, Time now) {
 void EvManager::refresh_next_probe() {
   Time next = kNever;
   for (const std::uint16_t p : probing_)
-    if (port_usable(evs_[p].port)) next = std::min(next, cold_[slots_[p].cold].next_probe);
+    if (port_usable(evs_[p].port)) next = std::min(next, cold_[sl_[p].cold].next_probe);
   next_probe_ = next;
 }
 
 void EvManager::expire_skips(Time now) {
   if (now < next_skip_) return;
+  own();
   Time next = kNever;
   std::size_t w = 0;
   for (std::size_t r = 0; r < skipped_.size(); ++r) {
@@ -299,7 +331,7 @@ Time EvManager::next_skip_expiry() const {
 std::uint16_t EvManager::next_probe_due(Time now) const {
   if (now < next_probe_) return kNone;
   for (const std::uint16_t slot : probing_) {
-    if (cold_[slots_[slot].cold].next_probe <= now && port_usable(evs_[slot].port)) return slot;
+    if (cold_[sl_[slot].cold].next_probe <= now && port_usable(evs_[slot].port)) return slot;
   }
   return kNone;
 }
@@ -317,6 +349,7 @@ void EvManager::probe_sent(std::uint16_t slot, Time now) {
 
 void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
   if (port >= num_ports_ || port_usable(port) == usable) return;
+  own();
   if (!usable) {
     usable_ports_ &= ~(1u << port);
     for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -357,6 +390,7 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
 }
 
 std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now) {
+  own();
   std::uint32_t matches = 0;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
@@ -391,7 +425,7 @@ std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool
 
 std::uint32_t EvManager::count(EvState st) const {
   std::uint32_t n = 0;
-  for (const Slot& s : slots_) n += s.state == st;
+  for (std::size_t i = 0; i < n_; ++i) n += sl_[i].state == st;
   return n;
 }
 

@@ -10,10 +10,12 @@
 // Every transition is reported through the callback given at construction.
 //
 // Memory (D54): the EV list is an immutable table shared by the QPs made from one list (the
-// Endpoint keeps it, Endpoint::shared_evs); each EV costs its QP an 8-byte slot (state, role, GOOD
-// list position); an EV's SKIP expiry is in a side table it enters at its first SKIP, what only
-// an EV that failed or lost a packet needs (probing, loss history) in another, and the delivery
-// times of the EVs come with the first delivery, so a QP end that never sends holds none of them.
+// Endpoint keeps it, Endpoint::shared_ev_table), with the slots, GOOD lists and ports of a manager
+// whose EVs never changed state: a QP reads those until its first change, then copies them (an
+// 8-byte slot an EV: state, role, GOOD list position); an EV's SKIP expiry is in a side table it enters at
+// its first SKIP, what only an EV that failed or lost a packet needs (probing, loss history) in another, and
+// the delivery times of the EVs come with the first delivery, so a QP end that never sends holds none of
+// them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -48,14 +50,24 @@ class EvManager {
     std::uint32_t burst = 1;
   };
 
+  /// What the managers made from one EV list share, never written: the EVs, and the slots, GOOD
+  /// lists, ports and backup pool of a manager none of whose EVs changed state.
+  struct Table;
+  /// `evs[0, active_count)` are active (0 = all), the rest backups; null if a port >= num_ports,
+  /// no EV or too many.
+  static std::shared_ptr<const Table> make_table(std::span<const Ev> evs, std::uint32_t active_count,
+                                                 std::uint32_t num_ports);
+  /// Whether `t` was made from `evs` and `active_count`.
+  static bool same_table(const Table& t, std::span<const Ev> evs, std::uint32_t active_count);
+
   EvManager() = default;
-  /// `evs[0, active_count)` are active, the rest backups. Ports >= num_ports are rejected. Keeps
-  /// its own copy of the list.
+  EvManager(const EvManager&) = delete;  // reads through pointers into its own tables
+  EvManager& operator=(const EvManager&) = delete;
+  /// A manager of its own table (make_table's arguments).
   bool init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports, const Params& p,
             std::uint64_t seed, Sink sink, void* ctx);
-  /// The same over `n` EVs of a table shared with other QPs (never written).
-  bool init(std::shared_ptr<const Ev[]> evs, std::size_t n, std::uint32_t active_count,
-            std::uint32_t num_ports, const Params& p, std::uint64_t seed, Sink sink, void* ctx);
+  /// A manager of a table shared with other QPs; false if null.
+  bool init(std::shared_ptr<const Table> table, const Params& p, std::uint64_t seed, Sink sink, void* ctx);
 
   /// Picks a GOOD active EV on a port in `ports` (round-robin over ports), or the previous pick
   /// again while its burst (Params::burst) lasts. kNone if none.
@@ -67,11 +79,11 @@ class EvManager {
   /// A first transmission sent at `sent` on `slot` was acknowledged. True when it ends a streak
   /// (LossHistory::streak): the EV survived its last confirmed loss (D57).
   bool on_delivered(std::uint16_t slot, Time sent) {
-    if (delivered_.empty()) delivered_.assign(slots_.size(), 0);  // the QP's first delivery
+    if (delivered_.empty()) delivered_.assign(n_, 0);  // the QP's first delivery
     Time& d = delivered_[slot];
     if (sent <= d) return false;
     d = sent;
-    const std::uint16_t c = slots_[slot].cold;
+    const std::uint16_t c = sl_[slot].cold;
     if (c == kNone || cold_[c].loss.streak == 0) return false;
     cold_[c].loss.streak = 0;
     return true;
@@ -82,10 +94,10 @@ class EvManager {
   std::uint32_t ports_with_good() const;
 
   const Ev& ev(std::uint16_t slot) const { return evs_[slot]; }
-  EvState state(std::uint16_t slot) const { return slots_[slot].state; }
+  EvState state(std::uint16_t slot) const { return sl_[slot].state; }
   std::uint16_t find(std::uint32_t value, std::uint8_t port) const;
-  std::size_t size() const { return slots_.size(); }
-  bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
+  std::size_t size() const { return n_; }
+  bool is_active(std::uint16_t slot) const { return sl_[slot].role == Role::kActive; }
   /// Active EVs on usable ports.
   std::uint32_t active_usable() const;
   /// Per-EV loss history for blaming (PathBlame, D43, D57, D58): confirmed losses in its current
@@ -140,10 +152,12 @@ class EvManager {
     std::uint64_t transitions = 0, promotions = 0, floor_hits = 0, probes = 0;
   };
   const Stats& stats() const { return stats_; }
-  /// Heap bytes of the slot tables and lists (the object itself and the shared EV list excluded).
+  /// Heap bytes of its own tables and lists (the object itself and the shared table excluded).
   std::size_t heap_bytes() const;
+  /// Whether it still reads the shared table's slots (no EV changed state).
+  bool shares_slots() const { return slots_.empty(); }
   std::uint32_t count(EvState s) const;
-  std::uint32_t active_good(std::uint8_t port) const { return ports_[port].good_len; }
+  std::uint32_t active_good(std::uint8_t port) const { return pt_[port].good_len; }
 
  private:
   enum class Role : std::uint8_t { kActive, kBackup, kProbing, kDenied, kPortDown };
@@ -174,8 +188,32 @@ class EvManager {
     std::uint16_t active = 0;  ///< slots in role kActive
   };
 
+ public:
+  struct Table {
+    std::vector<Ev> evs;
+    std::uint32_t active_arg = 0;  ///< make_table's active_count
+    std::vector<Slot> slots;
+    std::vector<std::uint16_t> good;
+    std::vector<Port> ports;
+    std::vector<std::uint16_t> backup;
+  };
+
+ private:
+  /// Before the first change: the manager's own copy of the shared slots, lists and ports.
+  void own() {
+    if (!slots_.empty()) return;
+    slots_ = table_->slots;
+    good_ = table_->good;
+    ports_ = table_->ports;
+    backup_ = table_->backup;
+    sl_ = slots_.data();
+    gd_ = good_.data();
+    pt_ = ports_.data();
+  }
+
   /// The slot's side-table entry, made on first use (references to other entries may move).
   Cold& cold(std::uint16_t slot) {
+    own();
     Slot& s = slots_[slot];
     if (s.cold == kNone) {
       s.cold = static_cast<std::uint16_t>(cold_.size());
@@ -185,6 +223,7 @@ class EvManager {
   }
   /// The slot's SKIP expiry, its entry made on first use.
   Time& skip_until(std::uint16_t slot) {
+    own();
     Slot& s = slots_[slot];
     if (s.skip == kNone) {
       s.skip = static_cast<std::uint16_t>(skip_until_.size());
@@ -200,8 +239,8 @@ class EvManager {
   void promote_backup(std::uint8_t port, Time now);
   /// A uniformly random GOOD active EV of `port` (which has one).
   std::uint16_t random_good(std::uint8_t port) {
-    const Port& p = ports_[port];
-    return good_[p.good_off + rng_.below(p.good_len)];
+    const Port& p = pt_[port];
+    return gd_[p.good_off + rng_.below(p.good_len)];
   }
   /// Round robin: the next port in `eligible` (non-empty, ports with GOOD EVs), a random EV of it.
   std::uint16_t next_good(std::uint32_t eligible);
@@ -209,8 +248,14 @@ class EvManager {
   void refresh_next_probe();
   Duration probe_backoff(const Cold& c) const { return params_.probe_interval << c.probe_fails; }
 
-  std::shared_ptr<const Ev[]> evs_;  ///< the EV of each slot (shared, immutable)
-  std::vector<Slot> slots_;
+  std::shared_ptr<const Table> table_;
+  const Ev* evs_ = nullptr;  ///< the EV of each slot (the table's)
+  std::size_t n_ = 0;        ///< EVs
+  // Read through these: the table's until own(), then the manager's own slots_, good_, ports_.
+  const Slot* sl_ = nullptr;
+  const std::uint16_t* gd_ = nullptr;
+  const Port* pt_ = nullptr;
+  std::vector<Slot> slots_;       ///< own copies, empty until the first change (own())
   std::vector<Time> skip_until_;  ///< side table of SKIP expiries (Slot::skip)
   std::vector<Cold> cold_;        ///< side table (Slot::cold)
   std::vector<Time> delivered_;   ///< per slot: send time of its latest acknowledged first

@@ -233,21 +233,56 @@ TEST(EvManager, PickOnPortPrefersAGoodEvOfThatPort) {
   }
 }
 
-TEST(EvManager, AFreshManagerHoldsEightBytesAnEvAndItsGoodList) {
-  // 128 EVs on one port (the simulator's htsim network): an 8-byte slot per EV, the GOOD list
-  // (2 bytes an active EV) and the port; no side-table entries, no delivery times.
+TEST(EvManager, AFreshManagerReadsTheSharedTableUntilItsFirstStateChange) {
+  // 128 EVs on one port (the simulator's htsim network).
   Evm e(1, 128, 0);
   ASSERT_TRUE(e.ok_);
-  constexpr std::size_t kFresh = 128 * 8 + 128 * 2 + 8;
-  EXPECT_EQ(e.m.heap_bytes(), kFresh);
-  EXPECT_EQ(e.m.cold_entries(), 0u);
+  EXPECT_TRUE(e.m.shares_slots());
+  EXPECT_EQ(e.m.heap_bytes(), 0u);
   // Packets sent and delivered with nothing lost add the delivery times (8 bytes an EV), once.
   for (Time t = 1; t <= 1000; ++t) EXPECT_FALSE(e.m.on_delivered(e.m.pick(1), t));
-  EXPECT_EQ(e.m.cold_entries(), 0u);
-  EXPECT_EQ(e.m.heap_bytes(), kFresh + 128 * 8);
-  // Backups cost a pool entry each (2 bytes), and only when there are some.
+  EXPECT_TRUE(e.m.shares_slots());
+  EXPECT_EQ(e.m.heap_bytes(), 128u * 8);
+  // The first state change copies the slots (8 bytes an EV), the GOOD list (2 bytes an active EV)
+  // and the port (8 bytes); the skipped EV adds its expiry (8) and its place in the SKIP list (2).
+  const std::uint16_t s = e.m.pick(1);
+  e.m.on_skip_signal(s, EvCause::kEcnEcho, 2000);
+  EXPECT_EQ(e.m.state(s), EvState::kSkip);
+  EXPECT_FALSE(e.m.shares_slots());
+  EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 8 + 128 * 2 + 8 + 8 + 2);
+  // A fresh manager with backups holds nothing of its own either.
   Evm b(4, 16, 4);
-  EXPECT_EQ(b.m.heap_bytes(), 80 * 8 + 64 * 2 + 4 * 8 + 16 * 2);
+  EXPECT_EQ(b.m.heap_bytes(), 0u);
+}
+
+TEST(EvManager, ManagersOfOneTableChangeStateApart) {
+  const std::vector<Ev> evs = engine::make_ev_set(2, 4, 1);
+  const auto table = EvManager::make_table(evs, 8, 2);
+  ASSERT_NE(table, nullptr);
+  EXPECT_TRUE(EvManager::same_table(*table, evs, 8));
+  EXPECT_FALSE(EvManager::same_table(*table, evs, 0));
+  EXPECT_EQ(EvManager::make_table(evs, 8, 1), nullptr);  // port 1 does not exist
+  EvManager::Params p;
+  EvManager a, b;
+  ASSERT_TRUE(a.init(table, p, 1, nullptr, nullptr));
+  ASSERT_TRUE(b.init(table, p, 2, nullptr, nullptr));
+  EXPECT_EQ(&a.ev(3), &b.ev(3));
+  a.on_failure(2, EvCause::kLoss, 0);  // slot 2: port 0, active; its backup (slot 8) takes over
+  a.on_skip_signal(3, EvCause::kEcnEcho, 0);
+  EXPECT_EQ(a.state(2), EvState::kAssumedBad);
+  EXPECT_EQ(a.state(3), EvState::kSkip);
+  EXPECT_TRUE(a.is_active(8));
+  EXPECT_EQ(b.state(2), EvState::kGood);
+  EXPECT_EQ(b.state(3), EvState::kGood);
+  EXPECT_FALSE(b.is_active(8));
+  EXPECT_TRUE(b.shares_slots());
+  EXPECT_EQ(b.active_good(0), 4u);
+  EXPECT_EQ(a.active_good(0), 4u);  // 2 left, 8 came in
+  EXPECT_EQ(a.active_good(1), 3u);  // 3 skipped
+  for (int i = 0; i < 200; ++i) {
+    const std::uint16_t s = b.pick(0b11);
+    EXPECT_TRUE(s < 8) << s;  // b still picks among the 8 first-listed EVs
+  }
 }
 
 TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
