@@ -10,12 +10,12 @@
 // Every transition is reported through the callback given at construction.
 //
 // Memory (D54): the EV list is an immutable table shared by the QPs made from one list (the
-// Endpoint keeps it, Endpoint::shared_ev_table), with the slots, GOOD lists and ports of a manager
-// whose EVs never changed state: a QP reads those until its first change, then copies them (an
-// 8-byte slot an EV: state, role, GOOD list position); an EV's SKIP expiry is in a side table it enters at
-// its first SKIP, what only an EV that failed or lost a packet needs (probing, loss history) in another, and
-// the delivery times of the EVs come with the first delivery, so a QP end that never sends holds none of
-// them.
+// Endpoint keeps it, Endpoint::shared_ev_table), with the slots (8 bytes an EV: state, role, GOOD
+// list position), GOOD lists and ports of a manager whose EVs never changed state; a QP reads those
+// until its first change, then copies them. An EV's SKIP expiry is in a side table it enters at its
+// first SKIP, what only an EV that failed or lost a packet needs (probing, loss history) in another,
+// and the delivery times of the EVs come with the first delivery: a QP end that never sends holds
+// none of them.
 #pragma once
 #include <cstdint>
 #include <memory>

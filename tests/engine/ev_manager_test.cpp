@@ -1,6 +1,6 @@
 // Unit tests of the per-QP EV manager (docs/protocol.md §4.5): active/backup split, selection,
-// SKIP / ASSUMED_BAD / DENIED transitions, probing, the ev_min_active floor, port up/down, and the
-// transition sink.
+// SKIP / ASSUMED_BAD / DENIED transitions, probing, the ev_min_active floor, port up/down, the
+// transition sink, and what it holds (D54: the shared table until its first change, side tables).
 #include "engine/ev_manager.hpp"
 
 #include <gtest/gtest.h>
