@@ -390,11 +390,11 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
 }
 
 std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now) {
-  own();
   std::uint32_t matches = 0;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    Slot& s = slots_[i];
+  for (std::size_t i = 0; i < n_; ++i) {
     if (evs_[i].value != value || evs_[i].port != port) continue;
+    own();  // a QP without the EV keeps sharing its table
+    Slot& s = slots_[i];
     ++matches;
     const auto slot = static_cast<std::uint16_t>(i);
     if (denied && s.state != EvState::kDenied) {

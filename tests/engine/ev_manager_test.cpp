@@ -250,9 +250,14 @@ TEST(EvManager, AFreshManagerReadsTheSharedTableUntilItsFirstStateChange) {
   EXPECT_EQ(e.m.state(s), EvState::kSkip);
   EXPECT_FALSE(e.m.shares_slots());
   EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 8 + 128 * 2 + 8 + 8 + 2);
-  // A fresh manager with backups holds nothing of its own either.
+  // A fresh manager with backups holds nothing of its own either, nor after a controller deny of
+  // an EV it does not have.
   Evm b(4, 16, 4);
   EXPECT_EQ(b.m.heap_bytes(), 0u);
+  EXPECT_EQ(b.m.set_denied(0xDEAD, 0, true, 0), 0u);
+  EXPECT_TRUE(b.m.shares_slots());
+  EXPECT_EQ(b.m.set_denied(b.m.ev(0).value, b.m.ev(0).port, true, 0), 1u);
+  EXPECT_FALSE(b.m.shares_slots());
 }
 
 TEST(EvManager, ManagersOfOneTableChangeStateApart) {
