@@ -166,6 +166,13 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   return qpn;
 }
 
+std::shared_ptr<const EvManager::Table> Endpoint::shared_ev_table(std::span<const Ev> evs,
+                                                                  std::uint32_t active_count) {
+  if (!last_ev_table_ || !EvManager::same_table(*last_ev_table_, evs, active_count))
+    last_ev_table_ = EvManager::make_table(evs, active_count, cfg_.num_ports);
+  return last_ev_table_;
+}
+
 int Endpoint::destroy_qp(std::uint32_t qpn) {
   Qp* q = qp(qpn);
   if (q == nullptr) return EINVAL;

@@ -19,6 +19,7 @@
 #include "cc/cc.hpp"
 #include "common/rng.hpp"
 #include "engine/auth.hpp"
+#include "engine/ev_manager.hpp"
 #include "engine/memory.hpp"
 #include "engine/types.hpp"
 #include "wire/packet.hpp"
@@ -253,6 +254,11 @@ class Endpoint {
   void push_completion(const Completion& c) { completions_.push_back(c); }
   void push_event(const Event& e);
   void mark_tx_ready(Qp* qp);
+  /// The EV manager table (the EVs and their initial state) of `evs` with `active_count`, shared
+  /// with the QPs created before from equal ones (D54): the last table made is kept, so the QPs of
+  /// one profile hold one copy between them. Null if the endpoint's ports cannot carry them.
+  std::shared_ptr<const EvManager::Table> shared_ev_table(std::span<const Ev> evs,
+                                                          std::uint32_t active_count);
 
  private:
   struct EpTx;  // queued endpoint control packets
@@ -294,7 +300,8 @@ class Endpoint {
 
   EndpointConfig cfg_;
   MemoryTable memory_;
-  std::vector<std::unique_ptr<Qp>> qps_;        ///< index = qpn - kFirstQpn
+  std::shared_ptr<const EvManager::Table> last_ev_table_;  ///< shared_ev_table()'s last
+  std::vector<std::unique_ptr<Qp>> qps_;                   ///< index = qpn - kFirstQpn
   mutable std::vector<Time> due_;               ///< per QP index: cached deadline (kNever: not in the heap)
   mutable std::vector<std::uint32_t> due_pos_;  ///< per QP index: position in due_heap_ or kNoPos
   mutable std::vector<std::uint32_t> due_heap_;

@@ -1,72 +1,117 @@
 #include "engine/ev_manager.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 namespace mrc::engine {
 
+std::shared_ptr<const EvManager::Table> EvManager::make_table(std::span<const Ev> evs,
+                                                              std::uint32_t active_count,
+                                                              std::uint32_t num_ports) {
+  const std::size_t n = evs.size();
+  if (num_ports == 0 || num_ports > kMaxPorts || n == 0 || n >= kNone) return nullptr;
+  for (const Ev& e : evs)
+    if (e.port >= num_ports) return nullptr;
+  auto t = std::make_shared<Table>();
+  t->evs.assign(evs.begin(), evs.end());
+  t->active_arg = active_count;
+  if (active_count == 0 || active_count > n) active_count = static_cast<std::uint32_t>(n);
+  t->slots.assign(n, Slot{});
+  t->ports.assign(num_ports, Port{});
+  // Each port's GOOD list gets room for its active EVs, in port order.
+  for (std::size_t i = 0; i < active_count; ++i) ++t->ports[evs[i].port].target;
+  std::uint16_t off = 0;
+  for (Port& port : t->ports) {
+    port.good_off = off;
+    off = static_cast<std::uint16_t>(off + port.target);
+  }
+  t->good.assign(active_count, kNone);
+  for (std::size_t i = 0; i < n; ++i) {
+    Slot& s = t->slots[i];
+    const auto slot = static_cast<std::uint16_t>(i);
+    if (i < active_count) {
+      s.role = Role::kActive;
+      Port& p = t->ports[evs[i].port];
+      ++p.active;
+      s.good_pos = p.good_len;
+      t->good[p.good_off + p.good_len++] = slot;
+    } else {
+      s.role = Role::kBackup;
+      t->backup.push_back(slot);
+    }
+  }
+  // Backups are taken LIFO; reverse so the first-listed backup of a port is promoted first.
+  std::reverse(t->backup.begin(), t->backup.end());
+  return t;
+}
+
+bool EvManager::same_table(const Table& t, std::span<const Ev> evs, std::uint32_t active_count) {
+  return t.active_arg == active_count && t.evs.size() == evs.size() &&
+         std::equal(evs.begin(), evs.end(), t.evs.begin());
+}
+
 bool EvManager::init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports,
                      const Params& p, std::uint64_t seed, Sink sink, void* ctx) {
-  if (num_ports == 0 || num_ports > kMaxPorts || evs.size() >= kNone) return false;
-  if (active_count == 0 || active_count > evs.size()) active_count = static_cast<std::uint32_t>(evs.size());
-  for (const Ev& e : evs)
-    if (e.port >= num_ports) return false;
-  num_ports_ = num_ports;
-  usable_ports_ = num_ports == 32 ? 0xFFFFFFFFu : (1u << num_ports) - 1;
+  return init(make_table(evs, active_count, num_ports), p, seed, sink, ctx);
+}
+
+bool EvManager::init(std::shared_ptr<const Table> table, const Params& p, std::uint64_t seed, Sink sink,
+                     void* ctx) {
+  if (!table) return false;
+  table_ = std::move(table);
+  evs_ = table_->evs.data();
+  n_ = table_->evs.size();
+  num_ports_ = static_cast<std::uint32_t>(table_->ports.size());
+  usable_ports_ = num_ports_ == 32 ? 0xFFFFFFFFu : (1u << num_ports_) - 1;
   params_ = p;
   rng_.reseed(seed);
   sink_ = sink;
   ctx_ = ctx;
-  slots_.assign(evs.size(), Slot{});
-  good_.assign(num_ports, {});
-  backup_.assign(num_ports, {});
-  active_target_.assign(num_ports, 0);
-  active_count_.assign(num_ports, 0);
+  slots_.clear();
+  good_.clear();
+  ports_.clear();
+  backup_.clear();
+  sl_ = table_->slots.data();
+  gd_ = table_->good.data();
+  pt_ = table_->ports.data();
+  skip_until_.clear();
+  cold_.clear();
+  delivered_.clear();
   skipped_.clear();
   probing_.clear();
   good_mask_ = 0;
+  for (std::uint32_t port = 0; port < num_ports_; ++port)
+    if (pt_[port].good_len != 0) good_mask_ |= 1u << port;
   burst_slot_ = kNone;
   burst_left_ = 0;
-  // Size the GOOD lists once (a QP of 128 EVs would otherwise reallocate each of them 8 times).
-  for (std::size_t i = 0; i < active_count; ++i) ++active_target_[evs[i].port];
-  for (std::uint32_t port = 0; port < num_ports; ++port) good_[port].reserve(active_target_[port]);
-  std::fill(active_target_.begin(), active_target_.end(), 0);
-  for (std::size_t i = 0; i < evs.size(); ++i) {
-    Slot& s = slots_[i];
-    s.ev = evs[i];
-    const auto slot = static_cast<std::uint16_t>(i);
-    if (i < active_count) {
-      s.role = Role::kActive;
-      ++active_target_[s.ev.port];
-      ++active_count_[s.ev.port];
-      good_add(slot);
-    } else {
-      s.role = Role::kBackup;
-      backup_[s.ev.port].push_back(slot);
-    }
-  }
-  // Backups are taken LIFO; reverse so the first-listed backup is promoted first.
-  for (auto& b : backup_) std::reverse(b.begin(), b.end());
-  return !slots_.empty();
+  return true;
 }
 
 void EvManager::good_add(std::uint16_t slot) {
+  assert(!slots_.empty());  // own()
   Slot& s = slots_[slot];
-  auto& g = good_[s.ev.port];
-  s.good_pos = static_cast<std::uint16_t>(g.size());
-  g.push_back(slot);
-  good_mask_ |= 1u << s.ev.port;
+  const std::uint8_t port = evs_[slot].port;
+  Port& p = ports_[port];
+  assert(p.good_len < p.target);
+  s.good_pos = p.good_len;
+  good_[p.good_off + p.good_len++] = slot;
+  good_mask_ |= 1u << port;
 }
 
 void EvManager::good_remove(std::uint16_t slot) {
   Slot& s = slots_[slot];
   if (s.good_pos == kNone) return;
-  auto& g = good_[s.ev.port];
-  const std::uint16_t last = g.back();
-  g[s.good_pos] = last;
+  const std::uint8_t port = evs_[slot].port;
+  Port& p = ports_[port];
+  const std::uint16_t last = good_[p.good_off + --p.good_len];
+  good_[p.good_off + s.good_pos] = last;
   slots_[last].good_pos = s.good_pos;
-  g.pop_back();
   s.good_pos = kNone;
-  if (g.empty()) good_mask_ &= ~(1u << s.ev.port);
+  if (p.good_len == 0) good_mask_ &= ~(1u << port);
+}
+
+bool EvManager::has_backup(std::uint8_t port) const {
+  return std::any_of(backup_.begin(), backup_.end(), [&](std::uint16_t b) { return evs_[b].port == port; });
 }
 
 std::uint16_t EvManager::next_good(std::uint32_t eligible) {
@@ -81,8 +126,7 @@ std::uint16_t EvManager::pick(std::uint32_t ports) {
   if (eligible == 0) return kNone;
   if (burst_left_ != 0) {
     // good_pos is set only while the slot is GOOD and active.
-    const Slot& s = slots_[burst_slot_];
-    if (s.good_pos != kNone && ((eligible >> s.ev.port) & 1u)) {
+    if (sl_[burst_slot_].good_pos != kNone && ((eligible >> evs_[burst_slot_].port) & 1u)) {
       --burst_left_;
       return burst_slot_;
     }
@@ -102,20 +146,20 @@ std::uint16_t EvManager::pick_proven(std::uint32_t ports, Time since) {
   std::uint16_t best = kNone;
   for (int i = 0; i < kTries; ++i) {
     const std::uint16_t slot = next_good(eligible);
-    if (slots_[slot].delivered_sent > since) return slot;
-    if (best == kNone || slots_[slot].delivered_sent > slots_[best].delivered_sent) best = slot;
+    if (delivered(slot) > since) return slot;
+    if (best == kNone || delivered(slot) > delivered(best)) best = slot;
   }
   return best;
 }
 
 std::uint16_t EvManager::pick_on_port(std::uint8_t port) {
-  if (port < num_ports_ && !good_[port].empty()) return random_good(port);
+  if (port < num_ports_ && pt_[port].good_len != 0) return random_good(port);
   // No GOOD EV on that plane: any active EV of a usable port, starting with `port`.
   std::uint16_t fallback = kNone;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    const Slot& s = slots_[i];
-    if (s.role != Role::kActive || !port_usable(s.ev.port)) continue;
-    if (s.ev.port == port) return static_cast<std::uint16_t>(i);
+  for (std::size_t i = 0; i < n_; ++i) {
+    const Slot& s = sl_[i];
+    if (s.role != Role::kActive || !port_usable(evs_[i].port)) continue;
+    if (evs_[i].port == port) return static_cast<std::uint16_t>(i);
     if (fallback == kNone || s.state == EvState::kGood) fallback = static_cast<std::uint16_t>(i);
   }
   if (fallback == kNone && good_mask_ != 0) return pick(good_mask_);
@@ -127,15 +171,16 @@ std::uint32_t EvManager::ports_with_good() const {
 }
 
 std::uint16_t EvManager::find(std::uint32_t value, std::uint8_t port) const {
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].ev.value == value && slots_[i].ev.port == port) return static_cast<std::uint16_t>(i);
+  for (std::size_t i = 0; i < n_; ++i)
+    if (evs_[i].value == value && evs_[i].port == port) return static_cast<std::uint16_t>(i);
   return kNone;
 }
 
 void EvManager::set_state(std::uint16_t slot, EvState to, EvCause cause, Time now) {
+  assert(!slots_.empty());  // own()
   Slot& s = slots_[slot];
   if (s.state == to) return;
-  const Transition t{slot, s.ev, s.state, to, cause};
+  const Transition t{slot, evs_[slot], s.state, to, cause};
   s.state = to;
   ++stats_.transitions;
   if (sink_) sink_(ctx_, t, now);
@@ -144,47 +189,52 @@ void EvManager::set_state(std::uint16_t slot, EvState to, EvCause cause, Time no
 std::uint32_t EvManager::active_usable() const {
   std::uint32_t n = 0;
   for (std::uint32_t p = 0; p < num_ports_; ++p)
-    if (port_usable(static_cast<std::uint8_t>(p))) n += active_count_[p];
+    if (port_usable(static_cast<std::uint8_t>(p))) n += pt_[p].active;
   return n;
 }
 
 void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
+  own();
   Slot& s = slots_[slot];
   if (s.role != Role::kActive) return;
   const Time until = now + params_.skip_duration;
   if (s.state == EvState::kSkip) {
-    s.skip_until = std::max(s.skip_until, until);
+    Time& t = skip_until(slot);
+    t = std::max(t, until);
     return;
   }
   if (s.state != EvState::kGood) return;
   // Skipping moves traffic to the other EVs; with no other GOOD EV it would only stall the QP.
-  const std::uint32_t others = ports_with_good() & ~(1u << s.ev.port);
-  if (others == 0 && good_[s.ev.port].size() == 1) return;
+  const std::uint8_t port = evs_[slot].port;
+  const std::uint32_t others = ports_with_good() & ~(1u << port);
+  if (others == 0 && ports_[port].good_len == 1) return;
   good_remove(slot);
-  s.skip_until = until;
+  skip_until(slot) = until;
   skipped_.push_back(slot);
   next_skip_ = std::min(next_skip_, until);
   set_state(slot, EvState::kSkip, cause, now);
 }
 
 void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
+  own();
   Slot& s = slots_[slot];
   if (s.role != Role::kActive || (s.state != EvState::kGood && s.state != EvState::kSkip)) return;
-  const std::uint8_t port = s.ev.port;
+  const std::uint8_t port = evs_[slot].port;
   // ev_min_active floor: never let failures shrink the usable active set below the floor when no
   // backup can take the EV's place; such an EV is only skipped for a while.
-  if (backup_[port].empty() && active_usable() <= params_.min_active) {
+  if (!has_backup(port) && active_usable() <= params_.min_active) {
     ++stats_.floor_hits;
     on_skip_signal(slot, cause, now);
     return;
   }
   good_remove(slot);
   s.role = Role::kProbing;
-  s.probe_ok = 0;
-  s.probe_fails = 0;
-  s.next_probe = now + params_.probe_interval;
-  next_probe_ = std::min(next_probe_, s.next_probe);
-  --active_count_[port];
+  Cold& c = cold(slot);
+  c.probe_ok = 0;
+  c.probe_fails = 0;
+  c.next_probe = now + params_.probe_interval;
+  next_probe_ = std::min(next_probe_, c.next_probe);
+  --ports_[port].active;
   probing_.push_back(slot);
   set_state(slot, EvState::kAssumedBad, cause, now);
   promote_backup(port, now);
@@ -193,37 +243,43 @@ void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
 void EvManager::place_good(std::uint16_t slot) {
   // A GOOD EV rejoins the active set if its port is short of EVs, else the backup pool.
   Slot& s = slots_[slot];
-  const std::uint8_t port = s.ev.port;
-  if (active_count_[port] < active_target_[port]) {
+  Port& p = ports_[evs_[slot].port];
+  if (p.active < p.target) {
     s.role = Role::kActive;
-    ++active_count_[port];
+    ++p.active;
     good_add(slot);
   } else {
     s.role = Role::kBackup;
-    backup_[port].push_back(slot);
+    backup_.push_back(slot);
   }
 }
 
 void EvManager::promote_backup(std::uint8_t port, Time now) {
   (void)now;
-  auto& pool = backup_[port];
-  while (active_count_[port] < active_target_[port] && !pool.empty()) {
-    const std::uint16_t b = pool.back();
-    pool.pop_back();
+  Port& p = ports_[port];
+  while (p.active < p.target) {
+    // The port's last entry in the pool.
+    const auto it =
+        std::find_if(backup_.rbegin(), backup_.rend(), [&](std::uint16_t b) { return evs_[b].port == port; });
+    if (it == backup_.rend()) break;
+    const std::uint16_t b = *it;
+    backup_.erase(std::next(it).base());
     Slot& s = slots_[b];
     if (s.role != Role::kBackup || s.state != EvState::kGood) continue;
     s.role = Role::kActive;
-    ++active_count_[port];
+    ++p.active;
     good_add(b);
     ++stats_.promotions;
   }
 }
 
 void EvManager::on_probe_success(std::uint16_t slot, Time now) {
+  own();
   Slot& s = slots_[slot];
   if (s.role != Role::kProbing || s.state != EvState::kAssumedBad) return;
-  s.probe_fails = 0;
-  if (++s.probe_ok < params_.probe_success_threshold) return;
+  Cold& c = cold(slot);
+  c.probe_fails = 0;
+  if (++c.probe_ok < params_.probe_success_threshold) return;
   probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
   refresh_next_probe();
   set_state(slot, EvState::kGood, EvCause::kProbeSuccess, now);
@@ -231,35 +287,37 @@ void EvManager::on_probe_success(std::uint16_t slot, Time now) {
 }
 
 void EvManager::on_probe_failure(std::uint16_t slot, Time now) {
-  Slot& s = slots_[slot];
-  if (s.role != Role::kProbing) return;
-  s.probe_ok = 0;
-  if (s.probe_fails < 5) ++s.probe_fails;
-  s.next_probe = std::max(s.next_probe, now + probe_backoff(s));
+  if (sl_[slot].role != Role::kProbing) return;
+  Cold& c = cold(slot);
+  c.probe_ok = 0;
+  if (c.probe_fails < 5) ++c.probe_fails;
+  c.next_probe = std::max(c.next_probe, now + probe_backoff(c));
   refresh_next_probe();
 }
 
 void EvManager::refresh_next_probe() {
   Time next = kNever;
   for (const std::uint16_t p : probing_)
-    if (port_usable(slots_[p].ev.port)) next = std::min(next, slots_[p].next_probe);
+    if (port_usable(evs_[p].port)) next = std::min(next, cold_[sl_[p].cold].next_probe);
   next_probe_ = next;
 }
 
 void EvManager::expire_skips(Time now) {
   if (now < next_skip_) return;
+  own();
   Time next = kNever;
   std::size_t w = 0;
   for (std::size_t r = 0; r < skipped_.size(); ++r) {
     const std::uint16_t slot = skipped_[r];
-    Slot& s = slots_[slot];
+    const Slot& s = slots_[slot];
     if (s.state != EvState::kSkip) continue;  // left SKIP some other way
-    if (s.skip_until <= now) {
+    const Time until = skip_until_[s.skip];
+    if (until <= now) {
       set_state(slot, EvState::kGood, EvCause::kSkipExpired, now);
       if (s.role == Role::kActive) good_add(slot);
       continue;
     }
-    next = std::min(next, s.skip_until);
+    next = std::min(next, until);
     skipped_[w++] = slot;
   }
   skipped_.resize(w);
@@ -273,8 +331,7 @@ Time EvManager::next_skip_expiry() const {
 std::uint16_t EvManager::next_probe_due(Time now) const {
   if (now < next_probe_) return kNone;
   for (const std::uint16_t slot : probing_) {
-    const Slot& s = slots_[slot];
-    if (s.next_probe <= now && port_usable(s.ev.port)) return slot;
+    if (cold_[sl_[slot].cold].next_probe <= now && port_usable(evs_[slot].port)) return slot;
   }
   return kNone;
 }
@@ -284,44 +341,45 @@ Time EvManager::next_probe_time() const {
 }
 
 void EvManager::probe_sent(std::uint16_t slot, Time now) {
-  slots_[slot].next_probe = now + probe_backoff(slots_[slot]);
+  Cold& c = cold(slot);
+  c.next_probe = now + probe_backoff(c);
   ++stats_.probes;
   refresh_next_probe();
 }
 
 void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
   if (port >= num_ports_ || port_usable(port) == usable) return;
+  own();
   if (!usable) {
     usable_ports_ &= ~(1u << port);
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       Slot& s = slots_[i];
-      if (s.ev.port != port || s.role == Role::kDenied) continue;
+      if (evs_[i].port != port || s.role == Role::kDenied) continue;
       const auto slot = static_cast<std::uint16_t>(i);
       good_remove(slot);
-      if (s.role == Role::kActive) --active_count_[port];
-      s.role_before_down = s.role;
+      if (s.role == Role::kActive) --ports_[port].active;
+      cold(slot).role_before_down = s.role;
       s.role = Role::kPortDown;
       set_state(slot, EvState::kAssumedBad, EvCause::kPortDown, now);
     }
-    backup_[port].clear();
-    probing_.erase(std::remove_if(probing_.begin(), probing_.end(),
-                                  [&](std::uint16_t sl) { return slots_[sl].ev.port == port; }),
-                   probing_.end());
+    std::erase_if(backup_, [&](std::uint16_t b) { return evs_[b].port == port; });
+    std::erase_if(probing_, [&](std::uint16_t sl) { return evs_[sl].port == port; });
     refresh_next_probe();
     return;
   }
   usable_ports_ |= 1u << port;
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
-    if (s.ev.port != port || s.role != Role::kPortDown) continue;
+    if (evs_[i].port != port || s.role != Role::kPortDown) continue;
     const auto slot = static_cast<std::uint16_t>(i);
-    if (s.role_before_down == Role::kProbing) {
+    Cold& c = cold(slot);
+    if (c.role_before_down == Role::kProbing) {
       // It had failed before the port went down: the port coming back says nothing about its
       // path, so it stays ASSUMED_BAD and resumes probing.
       s.role = Role::kProbing;
-      s.probe_ok = 0;
-      s.probe_fails = 0;
-      s.next_probe = now + params_.probe_interval;
+      c.probe_ok = 0;
+      c.probe_fails = 0;
+      c.next_probe = now + params_.probe_interval;
       probing_.push_back(slot);
       continue;
     }
@@ -333,18 +391,16 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
 
 std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now) {
   std::uint32_t matches = 0;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (evs_[i].value != value || evs_[i].port != port) continue;
+    own();  // a QP without the EV keeps sharing its table
     Slot& s = slots_[i];
-    if (s.ev.value != value || s.ev.port != port) continue;
     ++matches;
     const auto slot = static_cast<std::uint16_t>(i);
     if (denied && s.state != EvState::kDenied) {
       good_remove(slot);
-      if (s.role == Role::kActive) --active_count_[port];
-      if (s.role == Role::kBackup) {
-        auto& pool = backup_[port];
-        pool.erase(std::remove(pool.begin(), pool.end(), slot), pool.end());
-      }
+      if (s.role == Role::kActive) --ports_[port].active;
+      if (s.role == Role::kBackup) std::erase(backup_, slot);
       if (s.role == Role::kProbing) {
         probing_.erase(std::find(probing_.begin(), probing_.end(), slot));
         refresh_next_probe();
@@ -356,7 +412,7 @@ std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool
     } else if (!denied && s.state == EvState::kDenied) {
       if (!port_usable(port)) {
         s.role = Role::kPortDown;
-        s.role_before_down = Role::kBackup;
+        cold(slot).role_before_down = Role::kBackup;
         set_state(slot, EvState::kAssumedBad, EvCause::kController, now);
         continue;
       }
@@ -369,18 +425,16 @@ std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool
 
 std::uint32_t EvManager::count(EvState st) const {
   std::uint32_t n = 0;
-  for (const Slot& s : slots_) n += s.state == st;
+  for (std::size_t i = 0; i < n_; ++i) n += sl_[i].state == st;
   return n;
 }
 
 std::size_t EvManager::heap_bytes() const {
-  std::size_t b = slots_.capacity() * sizeof(Slot) + skipped_.capacity() * 2 + probing_.capacity() * 2 +
-                  (active_target_.capacity() + active_count_.capacity()) * 4;
-  for (const auto* lists : {&good_, &backup_}) {
-    b += lists->capacity() * sizeof(std::vector<std::uint16_t>);
-    for (const auto& l : *lists) b += l.capacity() * 2;
-  }
-  return b;
+  return slots_.capacity() * sizeof(Slot) + skip_until_.capacity() * sizeof(Time) +
+         cold_.capacity() * sizeof(Cold) + delivered_.capacity() * sizeof(Time) +
+         ports_.capacity() * sizeof(Port) +
+         (good_.capacity() + backup_.capacity() + skipped_.capacity() + probing_.capacity()) *
+             sizeof(std::uint16_t);
 }
 
 }  // namespace mrc::engine

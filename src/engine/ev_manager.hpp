@@ -8,8 +8,17 @@
 //   ASSUMED_BAD -probe_success_threshold consecutive probe answers-> GOOD (back to active or backup)
 //   any -controller deny-> DENIED (never recovers by itself) -controller allow-> GOOD
 // Every transition is reported through the callback given at construction.
+//
+// Memory (D54): the EV list is an immutable table shared by the QPs made from one list (the
+// Endpoint keeps it, Endpoint::shared_ev_table), with the slots (8 bytes an EV: state, role, GOOD
+// list position), GOOD lists and ports of a manager whose EVs never changed state; a QP reads those
+// until its first change, then copies them. An EV's SKIP expiry is in a side table it enters at its
+// first SKIP, what only an EV that failed or lost a packet needs (probing, loss history) in another,
+// and the delivery times of the EVs come with the first delivery: a QP end that never sends holds
+// none of them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -41,10 +50,24 @@ class EvManager {
     std::uint32_t burst = 1;
   };
 
+  /// What the managers made from one EV list share, never written: the EVs, and the slots, GOOD
+  /// lists, ports and backup pool of a manager none of whose EVs changed state.
+  struct Table;
+  /// `evs[0, active_count)` are active (0 = all), the rest backups; null if a port >= num_ports,
+  /// no EV or too many.
+  static std::shared_ptr<const Table> make_table(std::span<const Ev> evs, std::uint32_t active_count,
+                                                 std::uint32_t num_ports);
+  /// Whether `t` was made from `evs` and `active_count`.
+  static bool same_table(const Table& t, std::span<const Ev> evs, std::uint32_t active_count);
+
   EvManager() = default;
-  /// `evs[0, active_count)` are active, the rest backups. Ports >= num_ports are rejected.
+  EvManager(const EvManager&) = delete;  // reads through pointers into its own tables
+  EvManager& operator=(const EvManager&) = delete;
+  /// A manager of its own table (make_table's arguments).
   bool init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports, const Params& p,
             std::uint64_t seed, Sink sink, void* ctx);
+  /// A manager of a table shared with other QPs; false if null.
+  bool init(std::shared_ptr<const Table> table, const Params& p, std::uint64_t seed, Sink sink, void* ctx);
 
   /// Picks a GOOD active EV on a port in `ports` (round-robin over ports), or the previous pick
   /// again while its burst (Params::burst) lasts. kNone if none.
@@ -56,23 +79,25 @@ class EvManager {
   /// A first transmission sent at `sent` on `slot` was acknowledged. True when it ends a streak
   /// (LossHistory::streak): the EV survived its last confirmed loss (D57).
   bool on_delivered(std::uint16_t slot, Time sent) {
-    Slot& s = slots_[slot];
-    if (sent <= s.delivered_sent) return false;
-    s.delivered_sent = sent;
-    const bool ended = s.loss.streak != 0;
-    s.loss.streak = 0;
-    return ended;
+    if (delivered_.empty()) delivered_.assign(n_, 0);  // the QP's first delivery
+    Time& d = delivered_[slot];
+    if (sent <= d) return false;
+    d = sent;
+    const std::uint16_t c = sl_[slot].cold;
+    if (c == kNone || cold_[c].loss.streak == 0) return false;
+    cold_[c].loss.streak = 0;
+    return true;
   }
   /// A GOOD (else any usable) EV on `port`, for ACK traffic on the plane data arrived on.
   std::uint16_t pick_on_port(std::uint8_t port);
   /// Ports that currently have at least one GOOD active EV.
   std::uint32_t ports_with_good() const;
 
-  const Ev& ev(std::uint16_t slot) const { return slots_[slot].ev; }
-  EvState state(std::uint16_t slot) const { return slots_[slot].state; }
+  const Ev& ev(std::uint16_t slot) const { return evs_[slot]; }
+  EvState state(std::uint16_t slot) const { return sl_[slot].state; }
   std::uint16_t find(std::uint32_t value, std::uint8_t port) const;
-  std::size_t size() const { return slots_.size(); }
-  bool is_active(std::uint16_t slot) const { return slots_[slot].role == Role::kActive; }
+  std::size_t size() const { return n_; }
+  bool is_active(std::uint16_t slot) const { return sl_[slot].role == Role::kActive; }
   /// Active EVs on usable ports.
   std::uint32_t active_usable() const;
   /// Per-EV loss history for blaming (PathBlame, D43, D57, D58): confirmed losses in its current
@@ -88,7 +113,12 @@ class EvManager {
     std::uint32_t since = 0;
     std::uint32_t sent_at = 0;
   };
-  LossHistory& loss_history(std::uint16_t slot) { return slots_[slot].loss; }
+  /// Valid until the next call that may give another EV its side-table entry.
+  LossHistory& loss_history(std::uint16_t slot) { return cold(slot).loss; }
+  /// EVs with an entry in the side tables: of SKIP expiries (they were skipped) and of the rest
+  /// (they failed, or had a loss confirmed, or their port went down).
+  std::size_t skip_entries() const { return skip_until_.size(); }
+  std::size_t cold_entries() const { return cold_.size(); }
 
   // Feedback.
   void on_skip_signal(std::uint16_t slot, EvCause cause, Time now);
@@ -122,52 +152,120 @@ class EvManager {
     std::uint64_t transitions = 0, promotions = 0, floor_hits = 0, probes = 0;
   };
   const Stats& stats() const { return stats_; }
-  /// Heap bytes of the slot table and lists (the object itself excluded).
+  /// Heap bytes of its own tables and lists (the object itself and the shared table excluded).
   std::size_t heap_bytes() const;
+  /// Whether it still reads the shared table's slots (no EV changed state).
+  bool shares_slots() const { return slots_.empty(); }
   std::uint32_t count(EvState s) const;
-  std::uint32_t active_good(std::uint8_t port) const {
-    return static_cast<std::uint32_t>(good_[port].size());
-  }
+  std::uint32_t active_good(std::uint8_t port) const { return pt_[port].good_len; }
 
  private:
   enum class Role : std::uint8_t { kActive, kBackup, kProbing, kDenied, kPortDown };
-  struct Slot {  // small fields first: they share one 8-byte word (56 bytes; 128 EVs = 7 KB a QP)
-    Ev ev;
+  /// What every EV needs: 8 bytes (128 EVs = 1 KB a QP).
+  struct Slot {
     EvState state = EvState::kGood;
     Role role = Role::kBackup;
-    Role role_before_down = Role::kBackup;  ///< restored when the port comes back
-    std::uint8_t probe_fails = 0;           ///< consecutive unanswered probes: the interval doubles with each
-    std::uint16_t good_pos = kNone;         ///< index in good_[port] while GOOD and active
-    std::uint16_t probe_ok = 0;
-    Time skip_until = 0;
+    std::uint16_t good_pos = kNone;  ///< index in its port's GOOD list while GOOD and active
+    std::uint16_t skip = kNone;      ///< its entry in skip_until_, once it was skipped
+    std::uint16_t cold = kNone;      ///< its entry in cold_, once it has one
+  };
+  static_assert(sizeof(Slot) == 8);
+  /// What only an EV that failed, had a loss confirmed or saw its port go down needs (cold_, in
+  /// order of first use).
+  struct Cold {
     Time next_probe = 0;
-    Time delivered_sent = 0;  ///< send time of the latest acknowledged first transmission on it
     LossHistory loss;
+    std::uint16_t probe_ok = 0;
+    std::uint8_t probe_fails = 0;           ///< consecutive unanswered probes: the interval doubles with each
+    Role role_before_down = Role::kBackup;  ///< restored when the port comes back
+  };
+  /// Per port: its GOOD list, good_[good_off, good_off + good_len), which has room for its active
+  /// target (only active EVs are GOOD-listed, and no more than `target` are active).
+  struct Port {
+    std::uint16_t good_off = 0;
+    std::uint16_t good_len = 0;
+    std::uint16_t target = 0;  ///< desired active count
+    std::uint16_t active = 0;  ///< slots in role kActive
   };
 
+ public:
+  struct Table {
+    std::vector<Ev> evs;
+    std::uint32_t active_arg = 0;  ///< make_table's active_count
+    std::vector<Slot> slots;
+    std::vector<std::uint16_t> good;
+    std::vector<Port> ports;
+    std::vector<std::uint16_t> backup;
+  };
+
+ private:
+  /// Before the first change: the manager's own copy of the shared slots, lists and ports.
+  void own() {
+    if (!slots_.empty()) return;
+    slots_ = table_->slots;
+    good_ = table_->good;
+    ports_ = table_->ports;
+    backup_ = table_->backup;
+    sl_ = slots_.data();
+    gd_ = good_.data();
+    pt_ = ports_.data();
+  }
+
+  /// The slot's side-table entry, made on first use (references to other entries may move).
+  Cold& cold(std::uint16_t slot) {
+    own();
+    Slot& s = slots_[slot];
+    if (s.cold == kNone) {
+      s.cold = static_cast<std::uint16_t>(cold_.size());
+      cold_.emplace_back();
+    }
+    return cold_[s.cold];
+  }
+  /// The slot's SKIP expiry, its entry made on first use.
+  Time& skip_until(std::uint16_t slot) {
+    own();
+    Slot& s = slots_[slot];
+    if (s.skip == kNone) {
+      s.skip = static_cast<std::uint16_t>(skip_until_.size());
+      skip_until_.push_back(0);
+    }
+    return skip_until_[s.skip];
+  }
+  Time delivered(std::uint16_t slot) const { return delivered_.empty() ? 0 : delivered_[slot]; }
+  bool has_backup(std::uint8_t port) const;
   void set_state(std::uint16_t slot, EvState to, EvCause cause, Time now);
   void good_add(std::uint16_t slot);
   void good_remove(std::uint16_t slot);
   void promote_backup(std::uint8_t port, Time now);
   /// A uniformly random GOOD active EV of `port` (which has one).
   std::uint16_t random_good(std::uint8_t port) {
-    const auto& g = good_[port];
-    return g[rng_.below(static_cast<std::uint32_t>(g.size()))];
+    const Port& p = pt_[port];
+    return gd_[p.good_off + rng_.below(p.good_len)];
   }
   /// Round robin: the next port in `eligible` (non-empty, ports with GOOD EVs), a random EV of it.
   std::uint16_t next_good(std::uint32_t eligible);
   void place_good(std::uint16_t slot);
   void refresh_next_probe();
-  Duration probe_backoff(const Slot& s) const { return params_.probe_interval << s.probe_fails; }
+  Duration probe_backoff(const Cold& c) const { return params_.probe_interval << c.probe_fails; }
 
-  std::vector<Slot> slots_;
-  std::vector<std::vector<std::uint16_t>> good_;    ///< per port: active GOOD slots
-  std::vector<std::vector<std::uint16_t>> backup_;  ///< per port: backup pool (LIFO)
-  std::vector<std::uint32_t> active_target_;        ///< per port: desired active count
-  std::vector<std::uint16_t> skipped_;              ///< SKIP slots (expiry scan)
-  std::vector<std::uint16_t> probing_;              ///< ASSUMED_BAD slots
-  std::vector<std::uint32_t> active_count_;         ///< per port: slots in role kActive
-  std::uint32_t good_mask_ = 0;                     ///< ports with a non-empty good_ list
+  std::shared_ptr<const Table> table_;
+  const Ev* evs_ = nullptr;  ///< the EV of each slot (the table's)
+  std::size_t n_ = 0;        ///< EVs
+  // Read through these: the table's until own(), then the manager's own slots_, good_, ports_.
+  const Slot* sl_ = nullptr;
+  const std::uint16_t* gd_ = nullptr;
+  const Port* pt_ = nullptr;
+  std::vector<Slot> slots_;       ///< own copies, empty until the first change (own())
+  std::vector<Time> skip_until_;  ///< side table of SKIP expiries (Slot::skip)
+  std::vector<Cold> cold_;        ///< side table (Slot::cold)
+  std::vector<Time> delivered_;   ///< per slot: send time of its latest acknowledged first
+                                  ///< transmission; empty until the QP's first delivery
+  std::vector<Port> ports_;
+  std::vector<std::uint16_t> good_;     ///< the ports' GOOD lists (Port::good_off)
+  std::vector<std::uint16_t> backup_;   ///< every port's backup pool: a port's last entry is its next
+  std::vector<std::uint16_t> skipped_;  ///< SKIP slots (expiry scan)
+  std::vector<std::uint16_t> probing_;  ///< ASSUMED_BAD slots
+  std::uint32_t good_mask_ = 0;         ///< ports with a non-empty GOOD list
   Time next_skip_ = kNever;
   Time next_probe_ = kNever;
   std::uint32_t num_ports_ = 0;

@@ -14,7 +14,7 @@
 //     of its losses.
 // A burst on every plane at once (an overloaded receiver: since the EV's previous loss the QP lost
 // more than half of what it sent) is one event for an EV, however many of its packets it took.
-// One loss never blames. The per-EV state is EvManager::LossHistory, kept in the EV's slot.
+// One loss never blames. The per-EV state is EvManager::LossHistory, in the EV manager's side table.
 #pragma once
 #include <algorithm>
 #include <cstdint>

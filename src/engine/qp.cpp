@@ -20,8 +20,8 @@ Qp::Qp(Endpoint& ep, std::uint32_t qpn, const QpConfig& cfg)
   p.min_active = cfg.ev_min_active;
   p.probe_success_threshold = ep.config().tun.probe_success_threshold;
   p.burst = ep.config().tun.ev_burst;
-  req_.evs().init(cfg.evs, cfg.active_count, ep.config().num_ports, p, rng_.next(), &Qp::ev_sink, this);
-  std::vector<Ev>().swap(cfg_.evs);  // the EV manager holds them now (a 128-EV copy is 1 KB per QP)
+  req_.evs().init(ep.shared_ev_table(cfg.evs, cfg.active_count), p, rng_.next(), &Qp::ev_sink, this);
+  std::vector<Ev>().swap(cfg_.evs);  // the EV manager has them (shared with the endpoint's other QPs)
   req_.update_timing();
 }
 

@@ -1,6 +1,6 @@
 // Unit tests of the per-QP EV manager (docs/protocol.md §4.5): active/backup split, selection,
-// SKIP / ASSUMED_BAD / DENIED transitions, probing, the ev_min_active floor, port up/down, and the
-// transition sink.
+// SKIP / ASSUMED_BAD / DENIED transitions, probing, the ev_min_active floor, port up/down, the
+// transition sink, and what it holds (D54: the shared table until its first change, side tables).
 #include "engine/ev_manager.hpp"
 
 #include <gtest/gtest.h>
@@ -231,6 +231,106 @@ TEST(EvManager, PickOnPortPrefersAGoodEvOfThatPort) {
     EXPECT_EQ(e.m.ev(s).port, 1);
     EXPECT_EQ(e.m.state(s), EvState::kGood);
   }
+}
+
+TEST(EvManager, AFreshManagerReadsTheSharedTableUntilItsFirstStateChange) {
+  // 128 EVs on one port (the simulator's htsim network).
+  Evm e(1, 128, 0);
+  ASSERT_TRUE(e.ok_);
+  EXPECT_TRUE(e.m.shares_slots());
+  EXPECT_EQ(e.m.heap_bytes(), 0u);
+  // Packets sent and delivered with nothing lost add the delivery times (8 bytes an EV), once.
+  for (Time t = 1; t <= 1000; ++t) EXPECT_FALSE(e.m.on_delivered(e.m.pick(1), t));
+  EXPECT_TRUE(e.m.shares_slots());
+  EXPECT_EQ(e.m.heap_bytes(), 128u * 8);
+  // The first state change copies the slots (8 bytes an EV), the GOOD list (2 bytes an active EV)
+  // and the port (8 bytes); the skipped EV adds its expiry (8) and its place in the SKIP list (2).
+  const std::uint16_t s = e.m.pick(1);
+  e.m.on_skip_signal(s, EvCause::kEcnEcho, 2000);
+  EXPECT_EQ(e.m.state(s), EvState::kSkip);
+  EXPECT_FALSE(e.m.shares_slots());
+  EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 8 + 128 * 2 + 8 + 8 + 2);
+  // A fresh manager with backups holds nothing of its own either, nor after a controller deny of
+  // an EV it does not have.
+  Evm b(4, 16, 4);
+  EXPECT_EQ(b.m.heap_bytes(), 0u);
+  EXPECT_EQ(b.m.set_denied(0xDEAD, 0, true, 0), 0u);
+  EXPECT_TRUE(b.m.shares_slots());
+  EXPECT_EQ(b.m.set_denied(b.m.ev(0).value, b.m.ev(0).port, true, 0), 1u);
+  EXPECT_FALSE(b.m.shares_slots());
+}
+
+TEST(EvManager, ManagersOfOneTableChangeStateApart) {
+  const std::vector<Ev> evs = engine::make_ev_set(2, 4, 1);
+  const auto table = EvManager::make_table(evs, 8, 2);
+  ASSERT_NE(table, nullptr);
+  EXPECT_TRUE(EvManager::same_table(*table, evs, 8));
+  EXPECT_FALSE(EvManager::same_table(*table, evs, 0));
+  EXPECT_EQ(EvManager::make_table(evs, 8, 1), nullptr);  // port 1 does not exist
+  EvManager::Params p;
+  EvManager a, b;
+  ASSERT_TRUE(a.init(table, p, 1, nullptr, nullptr));
+  ASSERT_TRUE(b.init(table, p, 2, nullptr, nullptr));
+  EXPECT_EQ(&a.ev(3), &b.ev(3));
+  a.on_failure(2, EvCause::kLoss, 0);  // slot 2: port 0, active; its backup (slot 8) takes over
+  a.on_skip_signal(3, EvCause::kEcnEcho, 0);
+  EXPECT_EQ(a.state(2), EvState::kAssumedBad);
+  EXPECT_EQ(a.state(3), EvState::kSkip);
+  EXPECT_TRUE(a.is_active(8));
+  EXPECT_EQ(b.state(2), EvState::kGood);
+  EXPECT_EQ(b.state(3), EvState::kGood);
+  EXPECT_FALSE(b.is_active(8));
+  EXPECT_TRUE(b.shares_slots());
+  EXPECT_EQ(b.active_good(0), 4u);
+  EXPECT_EQ(a.active_good(0), 4u);  // 2 left, 8 came in
+  EXPECT_EQ(a.active_good(1), 3u);  // 3 skipped
+  for (int i = 0; i < 200; ++i) {
+    const std::uint16_t s = b.pick(0b11);
+    EXPECT_TRUE(s < 8) << s;  // b still picks among the 8 first-listed EVs
+  }
+}
+
+TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
+  Evm e(2, 4, 1);
+  const std::uint16_t skipped = e.slot(0, 0), lossy = e.slot(1, 0), failed = e.slot(1, 1);
+  e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 100);
+  e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 200);  // the same entry, extended
+  EXPECT_EQ(e.m.skip_entries(), 1u);
+  EXPECT_EQ(e.m.cold_entries(), 0u);  // a SKIP needs only its expiry
+  e.m.expire_skips(100 + kSkip);
+  EXPECT_EQ(e.m.state(skipped), EvState::kSkip);
+  e.m.expire_skips(200 + kSkip);
+  EXPECT_EQ(e.m.state(skipped), EvState::kGood);
+  e.m.on_skip_signal(skipped, EvCause::kTrimNack, 300);
+  EXPECT_EQ(e.m.skip_entries(), 1u);  // an entry stays once made, and is used again
+  EXPECT_EQ(e.m.next_skip_expiry(), 300 + kSkip);
+  EvManager::LossHistory& h = e.m.loss_history(lossy);
+  EXPECT_EQ(h.losses, 0);
+  h.losses = 1;
+  h.streak = 1;
+  EXPECT_EQ(e.m.cold_entries(), 1u);
+  e.m.on_failure(failed, EvCause::kLoss, 300);
+  EXPECT_EQ(e.m.cold_entries(), 2u);
+  EXPECT_EQ(e.m.next_probe_time(), 300 + kProbe);
+  // Entries keep their values while the table grows, and a delivery ends the streak in one.
+  for (std::uint32_t k = 0; k < 5; ++k) e.m.loss_history(e.slot(0, k)).sent_at = k;
+  EXPECT_EQ(e.m.cold_entries(), 7u);
+  EXPECT_EQ(e.m.skip_entries(), 1u);
+  EXPECT_EQ(e.m.loss_history(lossy).losses, 1);
+  EXPECT_EQ(e.m.loss_history(e.slot(0, 0)).sent_at, 0u);
+  EXPECT_EQ(e.m.loss_history(e.slot(0, 4)).sent_at, 4u);
+  EXPECT_TRUE(e.m.on_delivered(lossy, 400));
+  EXPECT_EQ(e.m.loss_history(lossy).streak, 0);
+  EXPECT_FALSE(e.m.on_delivered(lossy, 500));         // no streak left to end
+  EXPECT_FALSE(e.m.on_delivered(e.slot(1, 2), 500));  // no entry at all
+  EXPECT_EQ(e.m.cold_entries(), 7u);
+  // A port going down gives its EVs an entry (the role to restore); the port's EVs come back.
+  Evm d(2, 4, 1);
+  d.m.set_port_usable(1, false, 0);
+  EXPECT_EQ(d.m.cold_entries(), 5u);
+  d.m.set_port_usable(1, true, 10);
+  EXPECT_EQ(d.m.active_good(1), 4u);
+  EXPECT_EQ(d.m.cold_entries(), 5u);
 }
 
 TEST(EvManager, EcnSkipLastsSkipDurationThenGood) {

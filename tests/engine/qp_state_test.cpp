@@ -117,6 +117,31 @@ TEST(QpState, PsnRingGrowsForALargerMessage) {
   EXPECT_LT(large - small, 1024 * 64u);
 }
 
+TEST(QpState, TheQpsOfOneEvListShareOneCopy) {
+  engine::EndpointConfig ec;
+  ec.num_ports = 2;
+  engine::Endpoint ep(ec);
+  engine::QpConfig qc;
+  qc.evs = engine::make_ev_set(2, 4, 0);
+  const std::vector<engine::Ev> first = qc.evs;
+  const std::uint32_t a = ep.create_qp(qc), b = ep.create_qp(qc);
+  qc.evs = engine::make_ev_set(2, 4, 1);
+  const std::uint32_t c = ep.create_qp(qc);
+  ASSERT_TRUE(a != 0 && b != 0 && c != 0);
+  const engine::Endpoint& cep = ep;
+  EXPECT_EQ(&cep.qp(a)->evs().ev(0), &cep.qp(b)->evs().ev(0));
+  EXPECT_NE(&cep.qp(a)->evs().ev(0), &cep.qp(c)->evs().ev(0));
+  EXPECT_EQ(cep.qp(c)->evs().size(), 10u);
+  // a and b keep their list after the endpoint moved on to another, and after each other's end.
+  ASSERT_EQ(ep.destroy_qp(a), 0);
+  ASSERT_EQ(cep.qp(b)->evs().size(), first.size());
+  for (std::uint16_t s = 0; s < first.size(); ++s) EXPECT_EQ(cep.qp(b)->evs().ev(s), first[s]);
+  // An equal list made anew is shared again only while it is the endpoint's last.
+  qc.evs = engine::make_ev_set(2, 4, 1);
+  const std::uint32_t d = ep.create_qp(qc);
+  EXPECT_EQ(&cep.qp(c)->evs().ev(0), &cep.qp(d)->evs().ev(0));
+}
+
 TEST(QpState, AQpThatOnlySendsHoldsNoResponderBuffers) {
   PairOptions o;
   Pair p(o);
@@ -125,6 +150,10 @@ TEST(QpState, AQpThatOnlySendsHoldsNoResponderBuffers) {
   const std::size_t idle = qa->memory_bytes();
   EXPECT_EQ(qb->memory_bytes(), idle);    // both connected, neither used yet
   EXPECT_TRUE(qa->config().evs.empty());  // the EV manager holds the EVs
+  // ... and reads them, and their state, from the endpoint's table until one changes state.
+  const std::size_t evm_idle = qb->evs().heap_bytes();
+  EXPECT_EQ(evm_idle, 0u);
+  EXPECT_TRUE(qb->evs().shares_slots());
   ASSERT_EQ(p.b().post_recv(p.qpn_b(), 9), 0);
   ASSERT_EQ(p.write(1, 0, 64 * 1024, 0, true), 0);  // a WRITE_WITH_IMM from a to b
   ASSERT_TRUE(p.run_until_completions(1, 1, 10_ms));
@@ -134,6 +163,11 @@ TEST(QpState, AQpThatOnlySendsHoldsNoResponderBuffers) {
   EXPECT_GT(qa->memory_bytes(), idle + 4096 * 32);
   EXPECT_LT(qb->memory_bytes(), idle + 8 * 1024);
   EXPECT_GT(qb->memory_bytes(), idle);
+  // b's SACKs picked EVs but changed none: its EV manager holds what it held idle; a's learned
+  // the delivery times of its EVs.
+  EXPECT_EQ(qb->evs().heap_bytes(), evm_idle);
+  EXPECT_TRUE(qb->evs().shares_slots());
+  EXPECT_GE(qa->evs().heap_bytes(), evm_idle + qa->evs().size() * sizeof(Time));
 }
 
 }  // namespace
