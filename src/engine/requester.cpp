@@ -315,8 +315,9 @@ void Requester::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
         r.suspect_cause =
             static_cast<std::uint8_t>(cause == LossCause::kTimeout ? EvCause::kTimeout : EvCause::kLoss);
         const std::uint8_t plane = evm_.ev(r.ev_slot).port;
-        // A tail-loss probe is a guess, not evidence against the plane (D18). The plane must have
-        // been silent a base RTT beyond RACK's expectation (D62), as a queue seldom delays that much.
+        // A tail-loss probe is a guess, not evidence against the plane (D18). The run's oldest loss
+        // must be older than RACK's RTT plus max(reorder window, half a base RTT) (D62): a queue
+        // seldom delays a packet that much beyond RACK's expectation.
         if (cause != LossCause::kTail &&
             planes_.on_lost(plane, r.sent, now, rack_.rtt() + std::max(reorder_window(), rtt_.base() / 2),
                             ep_.config().tun.plane_failure_losses, [&] { return blame_.rate(ctr_.tx_data); }))
