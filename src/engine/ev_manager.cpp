@@ -194,6 +194,10 @@ std::uint32_t EvManager::active_usable() const {
 }
 
 void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
+  // Only an active GOOD or SKIP EV changes: nothing to copy the shared table for otherwise.
+  if (sl_[slot].role != Role::kActive ||
+      (sl_[slot].state != EvState::kGood && sl_[slot].state != EvState::kSkip))
+    return;
   own();
   Slot& s = slots_[slot];
   if (s.role != Role::kActive) return;
@@ -216,6 +220,9 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
 }
 
 void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
+  if (sl_[slot].role != Role::kActive ||
+      (sl_[slot].state != EvState::kGood && sl_[slot].state != EvState::kSkip))
+    return;
   own();
   Slot& s = slots_[slot];
   if (s.role != Role::kActive || (s.state != EvState::kGood && s.state != EvState::kSkip)) return;
@@ -274,6 +281,7 @@ void EvManager::promote_backup(std::uint8_t port, Time now) {
 }
 
 void EvManager::on_probe_success(std::uint16_t slot, Time now) {
+  if (sl_[slot].role != Role::kProbing) return;  // probing means the table is its own already
   own();
   Slot& s = slots_[slot];
   if (s.role != Role::kProbing || s.state != EvState::kAssumedBad) return;

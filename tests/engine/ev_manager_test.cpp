@@ -256,6 +256,15 @@ TEST(EvManager, AFreshManagerReadsTheSharedTableUntilItsFirstStateChange) {
   EXPECT_EQ(b.m.heap_bytes(), 0u);
   EXPECT_EQ(b.m.set_denied(0xDEAD, 0, true, 0), 0u);
   EXPECT_TRUE(b.m.shares_slots());
+  // ECN, a failure or a probe answer for a backup EV changes nothing, so copies nothing.
+  const auto backup = static_cast<std::uint16_t>(b.m.size() - 1);
+  ASSERT_FALSE(b.m.is_active(backup));
+  b.m.on_skip_signal(backup, EvCause::kEcnEcho, 0);
+  b.m.on_failure(backup, EvCause::kLoss, 0);
+  b.m.on_probe_success(backup, 0);
+  EXPECT_EQ(b.m.state(backup), EvState::kGood);
+  EXPECT_TRUE(b.m.shares_slots());
+  EXPECT_EQ(b.m.heap_bytes(), 0u);
   EXPECT_EQ(b.m.set_denied(b.m.ev(0).value, b.m.ev(0).port, true, 0), 1u);
   EXPECT_FALSE(b.m.shares_slots());
 }

@@ -28,16 +28,7 @@ std::vector<Frame> first_frames(Pair& p, std::uint32_t npkts, Time now) {
 }
 
 wire::Packet sack_for(Pair& p, std::uint32_t cack, std::int16_t trigger_offset, std::uint32_t ev) {
-  wire::Packet k;
-  k.bth.opcode = wire::Opcode::kSack;
-  k.bth.dest_qp = p.qpn_a();
-  k.bth.psn = cack;
-  k.seth.cack_psn = cack;
-  k.seth.ack_psn_offset = trigger_offset;
-  k.seth.entropy = ev;
-  k.seth.sack_offset = 1;
-  k.seth.cc_flags = wire::cc_flags::kSvcTime;
-  return k;
+  return make_sack(cack, trigger_offset, 0, 1, wire::cc_flags::kSvcTime, p.qpn_a(), ev);
 }
 
 TEST(LossRecovery, RttSampleFromATriggerTheSackDoesNotAcknowledgeIsRefused) {

@@ -94,6 +94,24 @@ inline std::vector<Frame> pull_all(engine::Endpoint& ep, Time now, std::uint32_t
   return out;
 }
 
+/// A SACK from the responder: cumulative ack `cack`, trigger cack + `trigger`, bitmap `bitmap`
+/// from cack + `sack_offset`, reflected EV `entropy`, to QP `dest_qp`.
+inline wire::Packet make_sack(std::uint32_t cack, std::int16_t trigger, std::uint64_t bitmap = 0,
+                              std::int16_t sack_offset = 1, std::uint8_t cc_flags = wire::cc_flags::kSvcTime,
+                              std::uint32_t dest_qp = 0, std::uint32_t entropy = 0) {
+  wire::Packet k;
+  k.bth.opcode = wire::Opcode::kSack;
+  k.bth.dest_qp = dest_qp;
+  k.bth.psn = cack;
+  k.seth.cack_psn = cack;
+  k.seth.ack_psn_offset = trigger;
+  k.seth.sack_offset = sack_offset;
+  k.seth.sack_bitmap = bitmap;
+  k.seth.cc_flags = cc_flags;
+  k.seth.entropy = entropy;
+  return k;
+}
+
 inline engine::RxMeta rx_meta(std::uint32_t peer, std::uint8_t port, std::uint32_t ev) {
   engine::RxMeta m;
   m.peer = peer;

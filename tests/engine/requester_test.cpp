@@ -109,20 +109,6 @@ wire::Packet decoded(const Frame& f) {
   return p;
 }
 
-/// A SACK: cumulative ack `cack`, bitmap `bitmap` from cack + `sack_offset`, trigger cack + `trigger`.
-wire::Packet sack(std::uint32_t cack, std::int16_t trigger, std::uint64_t bitmap = 0,
-                  std::int16_t sack_offset = 1, std::uint8_t cc_flags = wire::cc_flags::kSvcTime) {
-  wire::Packet k;
-  k.bth.opcode = wire::Opcode::kSack;
-  k.bth.psn = cack;
-  k.seth.cack_psn = cack;
-  k.seth.ack_psn_offset = trigger;
-  k.seth.sack_offset = sack_offset;
-  k.seth.sack_bitmap = bitmap;
-  k.seth.cc_flags = cc_flags;
-  return k;
-}
-
 TEST(Requester, SegmentsAWrIntoPsnsCarryingTheirAddresses) {
   Rig r;
   constexpr std::uint32_t len = 3 * kPmtu + 100;
@@ -164,14 +150,14 @@ TEST(Requester, SacksAcknowledgeAndCompleteWrsInOrder) {
   ASSERT_EQ(r.post(1, 2 * kPmtu, 1000), 0);
   ASSERT_EQ(r.post(2, kPmtu, 1000), 0);
   ASSERT_EQ(r.pull(1000).size(), 3u);
-  r.rq().handle_sack(sack(psn(0), 0), 2000);
+  r.rq().handle_sack(make_sack(psn(0), 0), 2000);
   EXPECT_EQ(r.rq().snd_una(), psn(1));
   EXPECT_TRUE(r.completions().empty());  // WR 1 still waits for PSN 1
   // PSN 2 (WR 2) acknowledged out of order: WR 2 completes only after WR 1.
-  r.rq().handle_sack(sack(psn(0), 2, 0x1, 2), 2100);
+  r.rq().handle_sack(make_sack(psn(0), 2, 0x1, 2), 2100);
   EXPECT_EQ(r.rq().snd_una(), psn(1));
   EXPECT_TRUE(r.completions().empty());
-  r.rq().handle_sack(sack(psn(2), -1), 2200);
+  r.rq().handle_sack(make_sack(psn(2), -1), 2200);
   const auto c = r.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].wr_id, 1u);
@@ -193,7 +179,7 @@ TEST(Requester, AHoleIsLostByTimeAndResent) {
   const auto f = r.pull_one_each({1000, 1100, 1200, 1300});
   // PSNs 1-3 arrive, PSN 0 does not: the SACK for PSN 3 (sent at 1300) comes at 3000, an RTT of
   // 1700. PSN 0 is lost once that RTT and the reorder window have passed since it left.
-  r.rq().handle_sack(sack(psn(-1), 4, 0b1110), 3000);
+  r.rq().handle_sack(make_sack(psn(-1), 4, 0b1110), 3000);
   EXPECT_EQ(r.rq().next_deadline(), 1000u + 1700 + 5000);
   r.rq().on_timer(7699);
   EXPECT_TRUE(r.pull(7699).empty());
@@ -206,7 +192,7 @@ TEST(Requester, AHoleIsLostByTimeAndResent) {
   EXPECT_TRUE(p.bth.ack_req);
   EXPECT_EQ(r.ctr().rtx_loss, 1u);
   // Its SACK (echoing a retransmission) completes the WR.
-  r.rq().handle_sack(sack(psn(3), -3, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 9000);
+  r.rq().handle_sack(make_sack(psn(3), -3, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 9000);
   const auto c = r.completions();
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, WcStatus::kSuccess);
@@ -219,7 +205,7 @@ TEST(Requester, ATailLossIsRepairedByTheTailProbe) {
   ASSERT_EQ(r.post(1, 2 * kPmtu, 1000), 0);
   r.pull_one_each({1000, 1100});
   // PSN 0 is acknowledged, PSN 1 (the last) is lost: nothing sent after it can tell RACK.
-  r.rq().handle_sack(sack(psn(0), 0), 3000);
+  r.rq().handle_sack(make_sack(psn(0), 0), 3000);
   EXPECT_EQ(r.rq().next_deadline(), 1100u + 20'000);
   EXPECT_TRUE(r.pull(21'099).empty());
   const auto g = r.pull(21'100);
@@ -228,7 +214,7 @@ TEST(Requester, ATailLossIsRepairedByTheTailProbe) {
   EXPECT_EQ(p.bth.psn, psn(1));
   EXPECT_TRUE(p.bth.rtx);
   EXPECT_EQ(r.ctr().rtx_loss, 1u);
-  r.rq().handle_sack(sack(psn(1), 0, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 23'000);
+  r.rq().handle_sack(make_sack(psn(1), 0, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 23'000);
   const auto c = r.completions();
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].wr_id, 1u);
@@ -305,14 +291,14 @@ TEST(Requester, AnRttSampleFromAPsnTheSackDoesNotAcknowledgeIsRefused) {
   ASSERT_EQ(r.post(1, 2 * kPmtu, 1000), 0);
   ASSERT_EQ(r.pull(1000).size(), 2u);
   // Acknowledges PSN 0 but names PSN 1 as its trigger, 300 ns after it left: PSN 1 did not arrive.
-  r.rq().handle_sack(sack(psn(0), 1), 1300);
+  r.rq().handle_sack(make_sack(psn(0), 1), 1300);
   EXPECT_EQ(r.rq().rtt().base(), base);
   EXPECT_EQ(r.rq().outstanding_psns(), 1u);  // the cumulative part was taken
   // Names PSN 2, not sent yet.
-  r.rq().handle_sack(sack(psn(0), 2), 1350);
+  r.rq().handle_sack(make_sack(psn(0), 2), 1350);
   EXPECT_EQ(r.rq().rtt().base(), base);
   // Naming the packet it acknowledges is a sample (here: short).
-  r.rq().handle_sack(sack(psn(1), 0), 1400);
+  r.rq().handle_sack(make_sack(psn(1), 0), 1400);
   EXPECT_EQ(r.rq().rtt().base(), 400u);
 }
 
