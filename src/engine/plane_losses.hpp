@@ -58,6 +58,8 @@ class PlaneLosses {
     return k;
   }
   std::uint32_t run(std::uint8_t plane) const { return losses_[plane]; }
+  /// Send time of the newest first transmission known delivered on `plane`.
+  Time delivered_sent(std::uint8_t plane) const { return delivered_sent_[plane]; }
   std::size_t heap_bytes() const {
     return (delivered_sent_.capacity() + first_lost_sent_.capacity()) * sizeof(Time) +
            losses_.capacity() * sizeof(std::uint32_t);

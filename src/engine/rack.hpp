@@ -3,11 +3,18 @@
 // that was sent before it is lost once it is a reorder window later than that RTT would have
 // brought its SACK; until then the reorder timer waits for the oldest such packet. Packets sent
 // after the newest delivered one are the tail probe's job, not RACK's.
+//
+// Sprayed over paths with queues of different depths, the newest packet delivered is usually one
+// that took a short path, so its RTT understates how long the others take (D63). Rack therefore
+// also keeps the largest RTT of recent SACKs, and the caller may hold a packet whose path is known
+// alive to that slower expectation.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "common/time.hpp"
 #include "engine/sent_packets.hpp"
+#include "engine/windowed_max.hpp"
 
 namespace mrc::engine {
 
@@ -21,6 +28,11 @@ class Rack {
       rtt_ = rtt;
     }
   }
+  /// A SACK reported `rtt` after its newest packet left (coalescing included), at `now`. The
+  /// largest of these within the last `window` is how long the slowest path in use takes.
+  void on_sack_rtt(Time now, Duration rtt, Duration window) { slowest_.update(now, rtt, window); }
+  Duration slowest_rtt() const { return slowest_.get(); }
+
   /// How far a first transmission sent at `sent` and delivered `rtt` after it came behind
   /// RACK's expectation: > 0 when a later-sent packet had been reported before it (reordering the
   /// reorder window must cover), else 0.
@@ -28,21 +40,29 @@ class Rack {
 
   /// Declares lost (calls `lost(psn)`, which must take the PSN out of flight) every packet of
   /// `sent` that RACK can judge and whose time is up at `now`, oldest first; sets the reorder
-  /// timer for the first one whose time is not up yet.
-  template <class Lost>
-  void detect(const SentPackets& sent, Duration reorder_window, Time now, Lost&& lost) {
+  /// timer for the first one whose time is not up yet. A packet's time is up a reorder window after
+  /// the newest delivered packet's RTT, or, when `alive(rec)` says its path has delivered a packet
+  /// sent after it, not before `slow_wait` (0: no such bound).
+  template <class Lost, class Alive>
+  void detect(const SentPackets& sent, Duration reorder_window, Duration slow_wait, Time now, Lost&& lost,
+              Alive&& alive) {
     timer_ = kNever;
     const Duration wait = rtt_ + reorder_window;
     while (!sent.none_in_flight()) {
       const std::uint32_t psn = sent.oldest();
       const TxRec& r = sent.rec(psn);
       if (r.sent >= sent_) break;  // nothing sent after it is known delivered
-      if (r.sent + wait > now) {
-        timer_ = r.sent + wait;
+      const Duration w = slow_wait > wait && alive(r) ? slow_wait : wait;
+      if (r.sent + w > now) {
+        timer_ = r.sent + w;
         break;
       }
       lost(psn);
     }
+  }
+  template <class Lost>
+  void detect(const SentPackets& sent, Duration reorder_window, Time now, Lost&& lost) {
+    detect(sent, reorder_window, 0, now, lost, [](const TxRec&) { return false; });
   }
 
   /// When detect() must run again (kNever: no packet waits for RACK).
@@ -54,6 +74,7 @@ class Rack {
   Time sent_ = 0;        ///< send time of the newest packet known delivered
   Duration rtt_ = 0;     ///< its RTT
   Time timer_ = kNever;  ///< reorder timer: the oldest packet sent before sent_ is lost then
+  WindowedMax slowest_;  ///< recent SACKs' largest RTT (D63)
 };
 
 }  // namespace mrc::engine

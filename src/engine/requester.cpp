@@ -60,6 +60,10 @@ Duration Requester::reorder_window() const {
   return w ? w : rtt_.reorder_window();
 }
 
+Duration Requester::slowest_window() const {
+  return 2 * std::max(rtt_.srtt(), rtt_.base());
+}
+
 Duration Requester::tail_probe_delay() const {
   const Duration d = ep_.config().tun.tail_probe_delay;
   return d ? d : rtt_.tail_probe_delay(reorder_window());
@@ -227,6 +231,11 @@ bool Requester::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint
     ++ctr_.tx_data;
   }
   r.flags = static_cast<std::uint8_t>((r.flags & ~kLost) | kInFlight | kValid);
+  if (r.tx_count == 0)
+    r.since_first = 0;
+  else
+    r.since_first =
+        static_cast<std::uint32_t>(std::min<Duration>(r.since_first + (now - r.sent), 0xFFFFFFFFu));
   r.sent = now;
   r.ev_slot = slot;
   if (r.tx_count < 255) ++r.tx_count;
@@ -397,8 +406,16 @@ void Requester::fail_plane(std::uint8_t plane, Time now) {
 }
 
 void Requester::detect_losses(Time now) {
-  rack_.detect(sent_, reorder_window(), now,
-               [&](std::uint32_t psn) { mark_lost(psn, LossCause::kLoss, now); });
+  // D63: on queued paths a packet whose plane has delivered a later one (so it is not a dead
+  // plane's) is held to the slowest recent path's RTT as well; a dead plane's packets keep RACK's
+  // shorter wait, which the failover needs. A fixed window (a tunable) is the whole rule.
+  const Duration window = reorder_window();
+  const Duration slow = ep_.config().tun.reorder_window ? 0 : rtt_.slow_wait(rack_.slowest_rtt(), window);
+  rack_.detect(
+      sent_, window, slow, now, [&](std::uint32_t psn) { mark_lost(psn, LossCause::kLoss, now); },
+      [&](const TxRec& r) {
+        return r.ev_slot != EvManager::kNone && planes_.delivered_sent(evm_.ev(r.ev_slot).port) > r.sent;
+      });
 }
 
 void Requester::note_reordering(Duration excess) {
@@ -515,6 +532,13 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
       // sent later had been reported shows how far the paths reorder beyond that one's RTT.
       if (trig.tx_count == 1) note_reordering(rack_.excess(trig.sent, rtt));
       rack_.on_delivered(trig.sent, rtt);
+    } else if (rtt_.srtt() == 0 && trig.tx_count >= 2 && !rtx_echo && ep_.config().wire_ext &&
+               remote_.wire_ext && trig.since_first != 0xFFFFFFFFu &&
+               now > trig.sent - trig.since_first + svc) {
+      // D63: the peer says the first copy arrived (Karn's ambiguity resolved by the echo). Without
+      // this sample a QP whose every packet is resent before its SACK (a tail probe in a deep incast
+      // queue) never learns its RTT, and its probe keeps firing too early.
+      on_rtt_sample(now - (trig.sent - trig.since_first) - svc);
     }
     if (rtx_echo && dup_echo && trig.tx_count >= 2) {
       // Counted below.
@@ -557,7 +581,10 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     peer_mpr_adv_ = s.mpr;
     update_window();
   }
-  if (newest_sent != 0) rack_.on_delivered(newest_sent, now - newest_sent);  // coalescing included
+  if (newest_sent != 0) {
+    rack_.on_delivered(newest_sent, now - newest_sent);  // coalescing included
+    rack_.on_sack_rtt(now, now - newest_sent, slowest_window());
+  }
   if (newly > 0) {
     retries_ = 0;
     last_progress_ = now;
@@ -619,7 +646,10 @@ void Requester::handle_aeth(const wire::Packet& p, Time now) {
     std::uint32_t newly = 0;
     Time newest = 0;
     ack_cumulative(new_una, newly, newest, snd_nxt_, now);
-    if (newest != 0) rack_.on_delivered(newest, now - newest);
+    if (newest != 0) {
+      rack_.on_delivered(newest, now - newest);
+      rack_.on_sack_rtt(now, now - newest, slowest_window());
+    }
     cc::AckSample s;
     s.newly_acked_bytes = newly;
     cc_.on_ack(s, now);

@@ -131,6 +131,8 @@ class Requester {
   Duration rto() const;
   /// RttEstimator's, unless a tunable fixes them.
   Duration reorder_window() const;
+  /// How long a SACK's RTT counts towards the slowest path's (D63): two RTTs.
+  Duration slowest_window() const;
   Duration tail_probe_delay() const;
   void update_pto() { pto_ = tail_probe_delay() << tlp_backoff_; }
   /// A packet was delivered `excess` after RACK's expectation (sent + RACK's RTT): reordering the

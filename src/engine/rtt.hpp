@@ -43,6 +43,8 @@ class RttEstimator {
   Duration srtt() const { return srtt_; }  ///< 0 until the first sample
   Duration rttvar() const { return rttvar_; }
   Duration reordering() const { return reordering_; }
+  /// The paths queue: srtt is more than an eighth above the base RTT (D62, D63).
+  bool queued() const { return srtt_ == 0 || srtt_ > base_ + base_ / 8; }
 
   /// RACK's reorder window, the largest of: a floor, an eighth of the base RTT while srtt stays
   /// within an eighth of the base (D62: paths without queues reorder by far less than RFC 8985's
@@ -51,8 +53,14 @@ class RttEstimator {
   /// + 4 rttvar: packets sprayed over queues of different depths).
   Duration reorder_window() const {
     const Duration spread = srtt_ > base_ ? srtt_ - base_ + 4 * rttvar_ : 4 * rttvar_;
-    const Duration floor = srtt_ != 0 && srtt_ <= base_ + base_ / 8 ? base_ / 8 : base_ / 4;
+    const Duration floor = queued() ? base_ / 4 : base_ / 8;
     return std::max({floor, std::min(reordering_, std::max(base_, srtt_)), spread});
+  }
+  /// D63: a packet whose path is alive waits, on queued paths, for the slowest recent SACK's RTT
+  /// (`slowest`) plus the reorder window, but not beyond twice that RTT (a reordering measured on
+  /// a very slow path must not double the wait); 0 on unqueued paths (no bound beyond RACK's).
+  Duration slow_wait(Duration slowest, Duration window) const {
+    return srtt_ != 0 && queued() ? std::min(slowest + window, 2 * slowest) : 0;
   }
   /// The newest packet's SACK is due after about srtt; allow the larger of the reorder window
   /// (`window`, which a tunable may override) and 4 rttvar beyond it.

@@ -28,12 +28,15 @@ struct TxRec {
   std::uint32_t prev = kNone, next = kNone;  ///< neighbours in the in-flight list (PSNs)
   std::uint16_t ev_slot = EvManager::kNone;
   std::uint8_t tx_count = 0;
-  std::uint8_t flags = 0;       ///< TxFlags
-  std::uint8_t lost_cause = 0;  ///< Requester::LossCause of the pending retransmission
+  std::uint8_t flags = 0;          ///< TxFlags
+  std::uint8_t lost_cause = 0;     ///< Requester::LossCause of the pending retransmission
+  std::uint8_t suspect_cause = 0;  ///< EvCause
   /// EV of a transmission declared lost without a NACK. Its loss counts against the EV (PathBlame)
   /// only once a SACK acknowledges the retransmission (D57): a lost SACK must not kill a path.
   std::uint16_t suspect_slot = EvManager::kNone;
-  std::uint8_t suspect_cause = 0;  ///< EvCause
+  /// ns from the first transmission to the latest (saturating; 0 while tx_count is 1): a SACK that
+  /// says the first copy arrived gives an RTT sample even after a retransmission (D63).
+  std::uint32_t since_first = 0;
 };
 
 class SentPackets {

@@ -86,5 +86,44 @@ TEST(Rack, AWiderReorderWindowWaitsLonger) {
   }
 }
 
+TEST(Rack, APacketOnALivePathWaitsForTheSlowestPath) {
+  // D63: packets 0-3 in flight, packet 4 (sent at 4 us) delivered after 5 us: RACK alone expects
+  // packet 0 by 5 us + a 1 us window = 6 us. The slowest recent SACK took 20 us: a packet whose
+  // path delivered a later packet (alive) waits until 20 us; one whose path did not keeps 6 us.
+  Rack rack;
+  rack.on_sack_rtt(9 * kUs, 20 * kUs, 100 * kUs);
+  rack.on_sack_rtt(10 * kUs, 5 * kUs, 100 * kUs);
+  EXPECT_EQ(rack.slowest_rtt(), 20 * kUs);
+  for (bool alive : {false, true}) {
+    Flight f(5);
+    f.sp.remove(f.psn(4));
+    rack.on_delivered(4 * kUs, 5 * kUs);
+    const Duration slow_wait = 20 * kUs;
+    auto detect = [&](Time now) {
+      std::vector<std::uint32_t> lost;
+      rack.detect(
+          f.sp, 1 * kUs, slow_wait, now,
+          [&](std::uint32_t p) {
+            lost.push_back(static_cast<std::uint32_t>(psn_diff(p, kPsn0)));
+            f.sp.remove(p);
+          },
+          [&](const TxRec&) { return alive; });
+      return lost;
+    };
+    const Time due = alive ? 20 * kUs : 6 * kUs;  // packet 0 was sent at 0
+    EXPECT_TRUE(detect(due - 1).empty()) << alive;
+    EXPECT_EQ(rack.timer(), due) << alive;
+    EXPECT_EQ(detect(due), (std::vector<std::uint32_t>{0})) << alive;
+  }
+  // A slow wait shorter than RACK's own changes nothing.
+  Flight f(2);
+  f.sp.remove(f.psn(1));
+  rack.on_delivered(5 * kUs, 5 * kUs);
+  rack.detect(
+      f.sp, 1 * kUs, 2 * kUs, 5 * kUs, [&](std::uint32_t) { ADD_FAILURE(); },
+      [](const TxRec&) { return true; });
+  EXPECT_EQ(rack.timer(), 6 * kUs);
+}
+
 }  // namespace
 }  // namespace mrc::engine

@@ -37,8 +37,9 @@ struct Rig {
 
   /// `tun`: the endpoint's tunables (fixed reorder window or tail-probe delay where a test needs
   /// one); timeout and retries: the QP's RTO.
+  /// wire_ext: the connection agreed to the wire extensions (the SACK says which copy arrived).
   explicit Rig(const engine::Tunables& tun = {}, std::uint8_t timeout = 20, std::uint8_t retry_linear = 7,
-               std::uint8_t retry_exp = 25) {
+               std::uint8_t retry_exp = 25, bool wire_ext = false) {
     engine::EndpointConfig ec;
     ec.num_ports = 2;
     ec.tun = tun;
@@ -61,6 +62,7 @@ struct Rig {
     r.sq_psn = kSqPsn;
     r.peer_mpr_dest = 8;
     r.peer_max_wimm_dest = 128;
+    r.wire_ext = wire_ext;
     EXPECT_EQ(ep->connect_qp(qpn, r, 0), 0);
   }
   engine::Qp& qp() { return *ep->qp(qpn); }
@@ -219,6 +221,26 @@ TEST(Requester, ATailLossIsRepairedByTheTailProbe) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].wr_id, 1u);
   EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+}
+
+TEST(Requester, AFirstCopyArrivingAfterItsTailProbeStillGivesTheRtt) {
+  // D63: a packet resent by the tail probe before its SACK came (a deep queue) is acknowledged by
+  // a SACK that says the first copy arrived (no retransmission echo): its RTT is measured from the
+  // first transmission. Without the wire extension nobody says which copy arrived: no sample.
+  for (bool ext : {true, false}) {
+    engine::Tunables tun;
+    tun.tail_probe_delay = 20'000;
+    Rig r(tun, 20, 7, 25, ext);
+    ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
+    ASSERT_EQ(r.pull(1000).size(), 1u);
+    const auto g = r.pull(21'000);  // the tail probe resends it
+    ASSERT_EQ(g.size(), 1u);
+    EXPECT_TRUE(decoded(g[0]).bth.rtx);
+    EXPECT_EQ(r.rq().rtt().srtt(), 0u);
+    r.rq().handle_sack(make_sack(psn(0), 0), 50'000);
+    EXPECT_EQ(r.rq().rtt().srtt(), ext ? 49'000u : 0u) << ext;
+    ASSERT_EQ(r.completions().size(), 1u);
+  }
 }
 
 TEST(Requester, RtoRetriesRunOutIntoAnErrorCompletion) {

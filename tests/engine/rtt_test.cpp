@@ -79,5 +79,19 @@ TEST(RttEstimator, QueueingSpreadWidensTheWindow) {
   EXPECT_EQ(r.tail_probe_delay(1), r.srtt() + 4 * r.rttvar());  // a tiny fixed window: 4 rttvar rules
 }
 
+TEST(RttEstimator, TheSlowPathBoundAppliesOnlyToQueuedPathsAndAtMostDoubles) {
+  // D63: on queued paths (srtt above 9/8 of the base RTT) a live path's packet waits for the
+  // slowest recent RTT plus the window, at most twice that RTT; on unqueued paths there is no bound.
+  RttEstimator r(10'000);
+  EXPECT_EQ(r.slow_wait(30'000, 5'000), 0u);  // no sample yet
+  r.on_sample(10'000);
+  EXPECT_FALSE(r.queued());
+  EXPECT_EQ(r.slow_wait(30'000, 5'000), 0u);
+  for (int i = 0; i < 20; ++i) r.on_sample(20'000);
+  EXPECT_TRUE(r.queued());
+  EXPECT_EQ(r.slow_wait(30'000, 5'000), 35'000u);
+  EXPECT_EQ(r.slow_wait(30'000, 50'000), 60'000u);  // a huge window: twice the slowest RTT
+}
+
 }  // namespace
 }  // namespace mrc::engine
