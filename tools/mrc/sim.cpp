@@ -33,6 +33,7 @@ struct SimOptions {
   sim::ScenarioOverrides overrides;
   std::vector<std::string> variants;  ///< --variant: labels or 1-based indices to run
   std::string json_out, csv_out;      ///< replace [output] json / csv
+  std::uint32_t threads = 1;          ///< --threads: parallel run (identical results)
 };
 SimOptions g_opt;
 
@@ -425,6 +426,10 @@ CLI::App* add_sim_command(CLI::App& app) {
       ->type_name("NAME");
   c->add_option("--json-out", g_opt.json_out, "write the [output] JSON file here instead");
   c->add_option("--csv-out", g_opt.csv_out, "write the [output] CSV file here instead");
+  c->add_option("--threads", g_opt.threads,
+                "simulate on this many threads (the network split into as many partitions; results are "
+                "byte-identical to one thread)")
+      ->check(CLI::Range(1u, 256u));
   return c;
 }
 
@@ -433,6 +438,7 @@ int run_sim() {
     Scenario sc =
         g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario, {}, g_opt.overrides);
     select_variants(sc);
+    for (Variant& v : sc.variants) v.run.threads = g_opt.threads;
     if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
     if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
     const int rc = run_scenario(sc);
