@@ -1,6 +1,7 @@
 #include "sim/run.hpp"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -37,6 +38,13 @@ Duration base_rtt(const Topology& topo, std::uint32_t mtu_wire, std::uint32_t ac
   return (ps + 500) / 1000;
 }
 namespace {
+
+/// CPU time of the calling thread, ns.
+std::uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
 
 void check_inputs(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
   if (m.nodes > topo.hosts)
@@ -168,6 +176,7 @@ class Runner {
       window_ = 1'000'000;  // 1 us: only how often the runner looks at the run
     }
     threads_ = std::min(threads_, parts_);
+    window_cpu_ns_.assign(threads_, 0);
     part_of_node_ = partition_nodes(topo, m, parts_);
     for (std::uint32_t p = 0; p < parts_; ++p) {
       owned_.push_back(std::make_unique<Fabric>(topo, cfg.fabric));
@@ -243,6 +252,11 @@ class Runner {
       merge_stats(r_.net, net->stats());
       r_.pool_packets += net->pool_size();
     }
+    account_window();
+    r_.threads = threads_;
+    r_.partitions = parts_;
+    r_.work_s = static_cast<double>(work_ns_) * 1e-9;
+    r_.span_s = static_cast<double>(span_ns_) * 1e-9;
     collect_counters(*hosts_, pairs_, nq_, r_);
     hosts_->qp_memory_end(r_);
     flow_statistics(r_);
@@ -330,7 +344,19 @@ class Runner {
 
   // Between windows, on the calling thread while the others wait: samples, progress, the end of the
   // run; false = stop, else window_end_ is the end of the next window.
+  // The last window's CPU time per thread into work_ns_ and span_ns_.
+  void account_window() {
+    std::uint64_t most = 0;
+    for (std::uint64_t& ns : window_cpu_ns_) {
+      work_ns_ += ns;
+      most = std::max(most, ns);
+      ns = 0;
+    }
+    span_ns_ += most;
+  }
+
   bool next_window() {
+    account_window();
     if (failed_.load()) return false;
     if (std::all_of(remaining_.begin(), remaining_.end(), [](std::uint32_t r) { return r == 0; }))
       return false;
@@ -356,6 +382,7 @@ class Runner {
   // A partition's share of a window on thread `tid`: phase 0 runs the events, phase 1 takes the
   // messages the others sent it. An exception stops the run (rethrown by loop()).
   void work(std::uint32_t tid, int phase) {
+    const std::uint64_t t0 = thread_cpu_ns();
     try {
       for (std::uint32_t p = tid; p < parts_; p += threads_) {
         if (phase == 0) {
@@ -370,6 +397,7 @@ class Runner {
       if (!error_) error_ = std::current_exception();
       failed_.store(true);
     }
+    window_cpu_ns_[tid] += thread_cpu_ns() - t0;
   }
 
   void loop() {
@@ -418,6 +446,8 @@ class Runner {
   Time t_ = 0, window_end_ = 0, stop_ps_ = kNever, next_sample_ps_ = kNever;
   std::uint64_t next_progress_ = 0;
   std::atomic<bool> stop_{false}, failed_{false};
+  std::vector<std::uint64_t> window_cpu_ns_;  ///< per thread, this window (written by that thread)
+  std::uint64_t work_ns_ = 0, span_ns_ = 0;
   std::mutex error_mu_;
   std::exception_ptr error_;
   Progress prog_;

@@ -131,6 +131,12 @@ struct RunResult {
   std::size_t qps = 0;
   double qp_bytes_idle = 0, qp_bytes_sender = 0, qp_bytes_receiver = 0;
   std::size_t pool_packets = 0;
+  /// The windows' CPU time (event processing and message exchange, barriers excluded, s): summed
+  /// over threads (work_s), and summed per window over the busiest thread (span_s: what the run's
+  /// windows take on `threads` cores of their own, barrier latency aside; work_s / span_s is the
+  /// speed-up the partitioning allows).
+  std::uint32_t threads = 1, partitions = 1;
+  double work_s = 0, span_s = 0;
 };
 
 /// Nearest-rank percentile of a sorted vector (q in [0, 1]).

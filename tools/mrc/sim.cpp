@@ -357,7 +357,11 @@ int run_scenario(Scenario& sc) {
                     {"sim_time_us", static_cast<double>(rs[i].end) / 1000.0},
                     {"wall_s", rs[i].wall_s},
                     {"peak_rss_mb", static_cast<double>(rs[i].peak_rss_kb) / 1024.0},
-                    {"fabric_packets", rs[i].pool_packets}};
+                    {"fabric_packets", rs[i].pool_packets},
+                    {"threads", rs[i].threads},
+                    {"partitions", rs[i].partitions},
+                    {"window_cpu_s", rs[i].work_s},
+                    {"window_span_s", rs[i].span_s}};
       if (!g_opt.stable && rs[i].qps > 0)
         j["qp_memory"] = {{"qps", rs[i].qps},
                           {"idle_bytes", rs[i].qp_bytes_idle},
