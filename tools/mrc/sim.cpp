@@ -34,6 +34,7 @@ struct SimOptions {
   std::vector<std::string> variants;  ///< --variant: labels or 1-based indices to run
   std::string json_out, csv_out;      ///< replace [output] json / csv
   std::uint32_t threads = 1;          ///< --threads: parallel run (identical results)
+  std::uint32_t partitions = 0;       ///< --partitions (0: one per thread)
 };
 SimOptions g_opt;
 
@@ -434,6 +435,10 @@ CLI::App* add_sim_command(CLI::App& app) {
                 "simulate on this many threads (the network split into as many partitions; results are "
                 "byte-identical to one thread)")
       ->check(CLI::Range(1u, 256u));
+  c->add_option("--partitions", g_opt.partitions,
+                "split the network into this many partitions (default: one per thread; more than threads: "
+                "each thread runs several in turn; results are the same)")
+      ->check(CLI::Range(1u, 256u));
   return c;
 }
 
@@ -442,7 +447,10 @@ int run_sim() {
     Scenario sc =
         g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario, {}, g_opt.overrides);
     select_variants(sc);
-    for (Variant& v : sc.variants) v.run.threads = g_opt.threads;
+    for (Variant& v : sc.variants) {
+      v.run.threads = g_opt.threads;
+      v.run.partitions = g_opt.partitions;
+    }
     if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
     if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
     const int rc = run_scenario(sc);
