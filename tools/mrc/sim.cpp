@@ -434,11 +434,11 @@ CLI::App* add_sim_command(CLI::App& app) {
   c->add_option("--threads", g_opt.threads,
                 "simulate on this many threads (the network split into as many partitions; results are "
                 "byte-identical to one thread)")
-      ->check(CLI::Range(1u, 256u));
+      ->check(uint_range(1, 256));
   c->add_option("--partitions", g_opt.partitions,
                 "split the network into this many partitions (default: one per thread; more than threads: "
                 "each thread runs several in turn; results are the same)")
-      ->check(CLI::Range(1u, 256u));
+      ->check(uint_range(1, 256));
   return c;
 }
 
