@@ -118,6 +118,7 @@ class EventQueue {
   static constexpr std::size_t kRingSlots = 1u << 14;
   static constexpr std::size_t kRingMask = kRingSlots - 1;
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::size_t kInsertionSortMax = 32;
 
   static bool before(const QueuedEvent& a, const QueuedEvent& b) {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
@@ -233,13 +234,21 @@ class EventQueue {
         n = next;
         --in_ring_;
       }
-      // Push order (nearly sorted by seq), then an insertion sort by (time, seq).
-      std::reverse(near_.begin(), near_.begin() + static_cast<std::ptrdiff_t>(near_end_));
-      for (std::size_t i = 1; i < near_end_; ++i) {
-        const QueuedEvent e = near_[i];
-        std::size_t j = i;
-        for (; j > 0 && before(e, near_[j - 1]); --j) near_[j] = near_[j - 1];
-        near_[j] = e;
+      // Push order, then sorted by (time, seq): an insertion sort for the usual few events (push
+      // order is nearly sorted when seq is the push order), std::sort for a crowded slot (keyed
+      // events of one instant arrive in any order: many hosts starting at once would make the
+      // insertion sort quadratic). seq is unique, so both give the one (time, seq) order.
+      const auto end = near_.begin() + static_cast<std::ptrdiff_t>(near_end_);
+      std::reverse(near_.begin(), end);
+      if (near_end_ > kInsertionSortMax) {
+        std::sort(near_.begin(), end, before);
+      } else {
+        for (std::size_t i = 1; i < near_end_; ++i) {
+          const QueuedEvent e = near_[i];
+          std::size_t j = i;
+          for (; j > 0 && before(e, near_[j - 1]); --j) near_[j] = near_[j - 1];
+          near_[j] = e;
+        }
       }
     }
     while (!far_.empty() && (far_.top().time >> shift_) == slot) near_insert(far_.pop());
