@@ -217,6 +217,8 @@ class Fabric {
   /// Moves the clock forward to `t` (ns) without processing anything; no event may be due earlier.
   void advance_to(Time t);
   void run_until(Time t);
+  /// No packet in this Fabric and no host deadline (partitioned: this partition's only, outboxes
+  /// not counted).
   bool idle() const;
 
   // --- routing introspection --------------------------------------------------------------------
@@ -233,7 +235,11 @@ class Fabric {
   std::uint32_t port_to(std::uint32_t port) const;
 
   // --- statistics -------------------------------------------------------------------------------
+  /// Partitioned: this partition's share (merge_stats adds them up).
   const FabricStats& stats() const { return stats_; }
+  /// Partitioned: what this partition counted for the port (its sender's side: transmissions,
+  /// trims, marks, queue drops, peak; its receiver's side: drops on the wire, PFC pauses, peak
+  /// ingress bytes).
   const PortCounters& port_counters(std::uint32_t port) const;
   std::uint64_t packets_in_flight() const { return live_; }
   std::size_t pool_size() const;
