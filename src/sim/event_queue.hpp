@@ -2,8 +2,10 @@
 //
 // Entries are PODs (time, seq, kind, index): `kind` says what happened and `index` names the object
 // it happened to (a packet slot, a node, ...), so the queue holds no callbacks and allocates nothing
-// per event. Events pop in (time, seq) order; seq is assigned at push, so events scheduled for the
-// same instant run in the order they were scheduled (deterministic FIFO tie-break).
+// per event. Events pop in (time, seq) order. push(time, kind, index) assigns seq in push order, so
+// events scheduled for the same instant run in the order they were scheduled (FIFO tie-break);
+// push_keyed() takes the caller's seq instead (the Fabric's tie-break key, which must not depend on
+// push order: see fabric.hpp, parallel runs). A queue uses one of the two, not both.
 //
 // Implementation: a calendar queue. Time is cut into slots of 2^slot_shift time units; `cur_` is the
 // slot being run. Events of slots <= cur_ are in `near_`, a short run sorted by (time, seq);
@@ -28,7 +30,7 @@ namespace mrc::sim {
 
 struct QueuedEvent {
   Time time = 0;
-  std::uint64_t seq = 0;    ///< unique, increasing in push order
+  std::uint64_t seq = 0;    ///< push order (push) or the caller's tie-break key (push_keyed)
   std::uint32_t index = 0;  ///< caller-defined object index
   std::uint8_t kind = 0;    ///< caller-defined event kind
 };
@@ -60,7 +62,12 @@ class EventQueue {
 
   /// Schedules an event; returns its sequence number (usable as a generation stamp).
   std::uint64_t push(Time time, std::uint8_t kind, std::uint32_t index) {
-    const std::uint64_t seq = next_seq_++;
+    return push_keyed(time, kind, index, next_seq_++);
+  }
+
+  /// Schedules an event that pops in (time, seq) order with the given seq (unique among the events
+  /// of one instant, or their order among themselves is unspecified); returns seq.
+  std::uint64_t push_keyed(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
     const Time ahead = (time >> shift_) - cur_ - 1;  // huge when the slot is <= cur_
     if (ahead < kRingSlots - 1) [[likely]] {
       const std::size_t r = (time >> shift_) & kRingMask;
@@ -111,6 +118,7 @@ class EventQueue {
   static constexpr std::size_t kRingSlots = 1u << 14;
   static constexpr std::size_t kRingMask = kRingSlots - 1;
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::size_t kInsertionSortMax = 32;
 
   static bool before(const QueuedEvent& a, const QueuedEvent& b) {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
@@ -226,13 +234,21 @@ class EventQueue {
         n = next;
         --in_ring_;
       }
-      // Push order, then a stable insertion sort by time: the order is (time, seq).
-      std::reverse(near_.begin(), near_.begin() + static_cast<std::ptrdiff_t>(near_end_));
-      for (std::size_t i = 1; i < near_end_; ++i) {
-        const QueuedEvent e = near_[i];
-        std::size_t j = i;
-        for (; j > 0 && e.time < near_[j - 1].time; --j) near_[j] = near_[j - 1];
-        near_[j] = e;
+      // Push order, then sorted by (time, seq): an insertion sort for the usual few events (push
+      // order is nearly sorted when seq is the push order), std::sort for a crowded slot (keyed
+      // events of one instant arrive in any order: many hosts starting at once would make the
+      // insertion sort quadratic). seq is unique, so both give the one (time, seq) order.
+      const auto end = near_.begin() + static_cast<std::ptrdiff_t>(near_end_);
+      std::reverse(near_.begin(), end);
+      if (near_end_ > kInsertionSortMax) {
+        std::sort(near_.begin(), end, before);
+      } else {
+        for (std::size_t i = 1; i < near_end_; ++i) {
+          const QueuedEvent e = near_[i];
+          std::size_t j = i;
+          for (; j > 0 && before(e, near_[j - 1]); --j) near_[j] = near_[j - 1];
+          near_[j] = e;
+        }
       }
     }
     while (!far_.empty() && (far_.top().time >> shift_) == slot) near_insert(far_.pop());

@@ -74,7 +74,9 @@ struct alignas(64) Fabric::Port {
   // PFC. As an ingress: bytes that came over this port and are queued in switch `to`, and whether
   // `to` has paused us. As an egress: whether we are paused (takes effect a link latency later).
   bool xoff = false, paused = false;
-  double loss = 0;  ///< gray failure: probability a transmitted packet is lost
+  bool remote = false;        ///< partitioned: `to` is another partition's node (send_remote)
+  std::uint32_t pfc_ctr = 0;  ///< as an ingress: PAUSE/RESUME frames sent (their key)
+  double loss = 0;            ///< gray failure: probability a transmitted packet is lost
   std::uint64_t pfc_in = 0;
   PortCounters ctr;
 };
@@ -82,7 +84,19 @@ struct alignas(64) Fabric::Port {
 struct Fabric::Host {
   engine::Endpoint* ep = nullptr;
   RoceNic* roce = nullptr;
-  NodeTimer timer;  ///< queue time in ps
+  NodeTimer timer;              ///< queue time in ps
+  std::uint32_t timer_gen = 0;  ///< timer events pushed (their key)
+};
+
+/// An event for another partition: an arrival (a copy of the packet, its bytes at bytes_at in the
+/// outbox's byte buffer) or a PAUSE/RESUME.
+struct Fabric::Msg {
+  Packet pkt;
+  Time time = 0;
+  std::uint64_t key = 0;
+  std::uint32_t port = 0;
+  std::uint32_t bytes_at = 0;
+  Kind kind = kArrive;
 };
 
 template <class F>
@@ -144,7 +158,7 @@ std::uint64_t Fabric::serialization_ps(std::uint64_t bytes, double rate_bps) {
 }
 
 Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
-    : topo_(topo), cfg_(cfg), rng_(cfg.seed), events_(kEventSlotShift), tx_(new engine::TxPacket) {
+    : topo_(topo), cfg_(cfg), events_(kEventSlotShift), tx_(new engine::TxPacket) {
   static_assert(sizeof(Packet) == 64, "a packet is one cache line");
   topo_.validate();
   if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
@@ -169,7 +183,11 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
   host_port_.resize(topo_.host_links.size());
   for (std::size_t i = 0; i < host_port_.size(); ++i) host_port_[i] = 2 * topo_.host_links[i];
   salt_.resize(topo_.nodes.size());
-  for (auto& s : salt_) s = rng_.next();
+  Rng salts(cfg_.seed);
+  for (auto& s : salt_) s = salts.next();
+  node_rng_.reserve(topo_.nodes.size());
+  for (std::uint64_t n = 0; n < topo_.nodes.size(); ++n)
+    node_rng_.emplace_back(mix64(cfg_.seed ^ mix64(n + 0x6a09e667f3bcc909ULL)));
   hosts_.resize(topo_.hosts);
   index_leaves();
   build_fib();
@@ -364,7 +382,8 @@ void Fabric::schedule_fault(const LinkFault& f) {
     throw std::invalid_argument("fabric: loss probability must be in [0, 1]");
   if (f.at < now()) throw std::invalid_argument("fabric: fault scheduled in the past");
   faults_.push_back(f);
-  events_.push(f.at * 1000, kFault, static_cast<std::uint32_t>(faults_.size() - 1));
+  const auto id = static_cast<std::uint32_t>(faults_.size() - 1);
+  events_.push_keyed(f.at * 1000, kFault, id, event_key(kcFault, id, 0));
 }
 
 void Fabric::apply_fault(const LinkFault& f) {
@@ -401,14 +420,20 @@ void Fabric::apply_fault(const LinkFault& f) {
   if (cfg_.reconverge_delay == 0) {
     reconverge();
   } else {
-    events_.push(now_ps_ + cfg_.reconverge_delay * 1000, kReconverge, f.link);
+    events_.push_keyed(now_ps_ + cfg_.reconverge_delay * 1000, kReconverge, f.link,
+                       event_key(kcReconverge, 0, reconverge_ctr_++));
   }
 }
 
 void Fabric::reconverge() {
   build_fib();
-  ++stats_.reconvergences;
-  // Packets on the wire carry their next switch's choice: make it again with the new FIB.
+  if (primary_) ++stats_.reconvergences;
+  // Packets on the wire carry their next switch's choice: make it again with the new FIB (also
+  // those on their way to another partition: they are on the wire too).
+  for (auto& box : out_)
+    for (Msg& m : box)
+      if (m.kind == kArrive && !ports_[m.port].to_host)
+        m.pkt.out = select(ports_[m.port].to, m.pkt.src, m.pkt.dst, m.pkt.ev);
   for (Port& pt : ports_) {
     if (pt.to_host) continue;
     std::uint32_t prev = kNone;
@@ -451,6 +476,9 @@ void Fabric::flush(std::uint32_t port) {
   pt.ctrl_tail = pt.data_tail = kNone;
   pt.ctrl_bytes = pt.data_bytes = 0;
   for (std::uint32_t idx = pt.wire_head; idx != kNone; idx = pool_[idx].next) pool_[idx].lost = 1;
+  if (pt.remote)  // on the wire to another partition, not there yet
+    for (Msg& m : out_[part_[pt.to]])
+      if (m.kind == kArrive && m.port == port) m.pkt.lost = 1;
 }
 
 // --- PFC ---------------------------------------------------------------------------------------------
@@ -463,7 +491,21 @@ void Fabric::pfc_enqueued(std::uint32_t in_port, std::uint32_t wire) {
   in.xoff = true;
   ++stats_.pfc_pauses;
   ++in.ctr.pauses;
-  events_.push(now_ps_ + in.latency_ps, kPause, in_port);
+  push_pfc(now_ps_ + in.latency_ps, kPause, in_port);
+}
+
+void Fabric::push_pfc(Time at_ps, Kind kind, std::uint32_t port) {
+  Port& pt = ports_[port];
+  const std::uint64_t key = event_key(kcPfc, port, pt.pfc_ctr++);
+  if (part_.empty() || part_[pt.from] == self_) {
+    events_.push_keyed(at_ps, kind, port, key);
+    return;
+  }
+  Msg& m = out_[part_[pt.from]].emplace_back();
+  m.time = at_ps;
+  m.key = key;
+  m.port = port;
+  m.kind = kind;
 }
 
 void Fabric::pfc_dequeued(std::uint32_t in_port, std::uint32_t wire) {
@@ -471,7 +513,7 @@ void Fabric::pfc_dequeued(std::uint32_t in_port, std::uint32_t wire) {
   in.pfc_in -= wire;
   if (!in.xoff || in.pfc_in >= cfg_.queue.pfc_xon) return;
   in.xoff = false;
-  events_.push(now_ps_ + in.latency_ps, kResume, in_port);
+  push_pfc(now_ps_ + in.latency_ps, kResume, in_port);
 }
 
 void Fabric::on_resume(std::uint32_t port) {
@@ -485,9 +527,14 @@ void Fabric::on_resume(std::uint32_t port) {
   if (pt.busy_until <= now_ps_) {
     on_port_free(port);
   } else {
-    pt.wake_pending = true;
-    events_.push(pt.busy_until, kPortFree, port);
+    wake(port);
   }
+}
+
+void Fabric::wake(std::uint32_t port) {
+  Port& pt = ports_[port];
+  pt.wake_pending = true;
+  events_.push_keyed(pt.busy_until, kPortFree, port, event_key(kcPortFree, port, 0));
 }
 
 // --- packet pool -------------------------------------------------------------------------------------
@@ -537,8 +584,11 @@ bool Fabric::step_ps(Time lim_ps) {
   const QueuedEvent e = events_.pop();
   now_ps_ = e.time;
   if (!events_.empty()) prefetch_ahead();
-  ++stats_.events;
+  if (primary_ || (e.kind != kFault && e.kind != kReconverge)) ++stats_.events;
   switch (e.kind) {
+    case kCall:
+      if (call_hook_) call_hook_(e.index);
+      break;
     case kArrive:
       on_wire(e.index);
       break;
@@ -595,6 +645,106 @@ void Fabric::run_until(Time t) {
   while (step(t)) {
   }
   if (now() < t) now_ps_ = t * 1000;  // now() == t afterwards
+}
+
+void Fabric::schedule_call(Time at_ps, std::uint32_t id) {
+  events_.push_keyed(std::max(at_ps, now_ps_), kCall, id, event_key(kcCall, id, 0));
+}
+
+// --- partitions --------------------------------------------------------------------------------------
+
+void merge_stats(FabricStats& into, const FabricStats& from) {
+  into.events += from.events;
+  into.sent += from.sent;
+  into.delivered += from.delivered;
+  into.hops += from.hops;
+  into.trimmed += from.trimmed;
+  into.ecn_marked += from.ecn_marked;
+  for (int i = 0; i < static_cast<int>(FabricDrop::kCount); ++i) into.drops[i] += from.drops[i];
+  into.bad_tx += from.bad_tx;
+  into.pfc_pauses += from.pfc_pauses;
+  into.reconvergences += from.reconvergences;
+  into.peak_data_bytes = std::max(into.peak_data_bytes, from.peak_data_bytes);
+}
+
+void Fabric::set_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self,
+                           std::uint32_t parts) {
+  if (part_of_node.size() != topo_.nodes.size() || self >= parts)
+    throw std::invalid_argument("fabric: partition map does not fit the topology");
+  part_ = part_of_node;
+  self_ = self;
+  primary_ = self == 0;
+  out_.assign(parts, {});
+  out_bytes_.assign(parts, {});
+  for (Port& pt : ports_) pt.remote = part_[pt.from] == self && part_[pt.to] != self;
+}
+
+void Fabric::run_window(Time end_ps) {
+  if (end_ps == 0) return;
+  while (step_ps(end_ps - 1)) {
+  }
+}
+
+Time Fabric::next_event_ps() {
+  return events_.empty() ? kNever : events_.top().time;
+}
+
+// The packet leaves this partition: a copy with its bytes goes to the outbox of the partition of
+// the link's far end, which queues it on its copy of the link when it takes its messages.
+void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
+  const std::uint32_t to = part_[ports_[port].to];
+  const Packet& p = pool_[idx];
+  std::vector<std::uint8_t>& bytes = out_bytes_[to];
+  Msg& m = out_[to].emplace_back();
+  m.pkt = p;
+  m.time = p.arrive_ps;
+  m.key = event_key(kcArrive, port, 0);
+  m.port = port;
+  m.kind = kArrive;
+  m.bytes_at = static_cast<std::uint32_t>(bytes.size());
+  const std::uint8_t* b = cfg_.carry_payload ? bufs_[idx].get() : hdr_[idx].b;
+  const std::uint32_t n = cfg_.carry_payload ? p.len : p.header_len + p.trailer_len;
+  bytes.insert(bytes.end(), b, b + n);
+  free_packet(idx);
+}
+
+void Fabric::take_messages(Fabric& from) {
+  std::vector<Msg>& box = from.out_[self_];
+  const std::vector<std::uint8_t>& bytes = from.out_bytes_[self_];
+  for (const Msg& m : box) {
+    if (m.kind != kArrive) {
+      events_.push_keyed(m.time, m.kind, m.port, m.key);
+      continue;
+    }
+    const std::uint32_t idx = alloc_packet();
+    Packet& p = pool_[idx];
+    p = m.pkt;
+    const std::uint8_t* b = bytes.data() + m.bytes_at;
+    if (cfg_.carry_payload) {
+      if (buf_cap_[idx] < p.len) {
+        buf_cap_[idx] = std::max(p.len, kMinBuffer);
+        bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
+      }
+      std::memcpy(bufs_[idx].get(), b, p.len);
+    } else {
+      std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
+    }
+    p.next = kNone;
+    Port& pt = ports_[m.port];
+    if (pt.wire_tail == kNone) {
+      pt.wire_head = idx;
+      pt.head_out = p.out;
+      events_.push_keyed(p.arrive_ps, kArrive, m.port, m.key);
+    } else {
+      Packet& tail = pool_[pt.wire_tail];
+      tail.next = idx;
+      tail.next_arrive_ps = p.arrive_ps;
+      tail.next_out = p.out;
+    }
+    pt.wire_tail = idx;
+  }
+  box.clear();
+  from.out_bytes_[self_].clear();
 }
 
 bool Fabric::idle() const {
@@ -666,17 +816,15 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   const std::uint32_t port = host_port_[host * topo_.planes + tx.port];
   start_tx(port, idx);
   Port& pt = ports_[port];
-  if (!pt.wake_pending) {  // re-poll the endpoint when the port frees up
-    pt.wake_pending = true;
-    events_.push(pt.busy_until, kPortFree, port);
-  }
+  if (!pt.wake_pending) wake(port);  // re-poll the endpoint when the port frees up
 }
 
 void Fabric::reschedule_timer(std::uint32_t host) {
   Host& h = hosts_[host];
   const Time d = with_nic(h, [](auto& nic) { return nic.next_deadline(); });
   const std::uint64_t at_ps = h.timer.arm(d, now(), now_ps_, 1000);
-  if (at_ps != kNever) h.timer.seq = events_.push(at_ps, kTimer, host);
+  if (at_ps != kNever)
+    h.timer.seq = events_.push_keyed(at_ps, kTimer, host, event_key(kcTimer, host, ++h.timer_gen));
 }
 
 void Fabric::on_timer_event(std::uint32_t host, std::uint64_t seq) {
@@ -704,16 +852,20 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   pt.ctr.tx_bytes += p.wire;
   ++stats_.hops;
   // Lost on this link (down, or a gray failure's coin flip): dropped when it would arrive.
-  p.lost = !pt.up ? 1 : (pt.loss > 0 && rng_.chance(pt.loss)) ? 2 : 0;
+  p.lost = !pt.up ? 1 : (pt.loss > 0 && node_rng_[pt.from].chance(pt.loss)) ? 2 : 0;
   // A link is FIFO (constant latency, serialisation in order): packets on it wait in a list and
   // only the head has an event, so the event queue holds O(busy links), not O(packets in flight).
   p.arrive_ps = pt.busy_until + pt.latency_ps;
   p.next = kNone;
   p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
+  if (pt.remote) [[unlikely]] {
+    send_remote(port, idx);
+    return;
+  }
   if (pt.wire_tail == kNone) {
     pt.wire_head = idx;
     pt.head_out = p.out;
-    events_.push(p.arrive_ps, kArrive, port);
+    events_.push_keyed(p.arrive_ps, kArrive, port, event_key(kcArrive, port, 0));
   } else {
     Packet& tail = pool_[pt.wire_tail];
     tail.next = idx;
@@ -732,7 +884,7 @@ void Fabric::on_wire(std::uint32_t port) {
   if (pt.wire_head == kNone) {
     pt.wire_tail = kNone;
   } else {
-    events_.push(p.next_arrive_ps, kArrive, port);
+    events_.push_keyed(p.next_arrive_ps, kArrive, port, event_key(kcArrive, port, 0));
   }
   if (p.lost != 0) {
     drop(port, idx, p.lost == 1 ? FabricDrop::kLinkDown : FabricDrop::kGrayLoss);
@@ -767,7 +919,7 @@ void Fabric::on_port_free(std::uint32_t port) {
       if (!mark) {
         const double prob =
             static_cast<double>(pt.data_bytes - q.ecn_kmin) / static_cast<double>(q.ecn_kmax - q.ecn_kmin);
-        mark = rng_.chance(prob);
+        mark = node_rng_[pt.from].chance(prob);
       }
       if (mark && !p.ecn_ce) {
         p.ecn_ce = true;
@@ -779,10 +931,7 @@ void Fabric::on_port_free(std::uint32_t port) {
   if (idx == kNone) return;
   if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, pool_[idx].wire);
   start_tx(port, idx);
-  if (pt.ctrl_head != kNone || pt.data_head != kNone) {
-    pt.wake_pending = true;
-    events_.push(pt.busy_until, kPortFree, port);
-  }
+  if (pt.ctrl_head != kNone || pt.data_head != kNone) wake(port);
 }
 
 void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
@@ -838,8 +987,7 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   if (pt.busy_until <= now_ps_) {
     on_port_free(port);  // idle port: send now
   } else {
-    pt.wake_pending = true;
-    events_.push(pt.busy_until, kPortFree, port);
+    wake(port);
   }
 }
 

@@ -46,9 +46,27 @@
 // links, so groups lose the dead member and upstream switches stop using a switch that lost its way
 // down). A link coming back up is used again after the same delay.
 //
-// Determinism: all randomness comes from Rng seeded with FabricConfig::seed; ties in time run in
-// scheduling order (EventQueue). No global state; the per-packet path does not allocate once the
-// packet pool has warmed up.
+// Determinism: all randomness comes from FabricConfig::seed: the ECMP salts, and one generator per
+// node for its coin flips (ECN marks and gray loss at its egress ports), so a node's draws do not
+// depend on what other nodes do. Events of the same picosecond run in the order of a key that
+// depends only on the event itself, never on when it was pushed: (class, object, counter of that
+// object) with the classes, first to last, connection starts (schedule_call), faults,
+// reconvergences, PFC PAUSE/RESUME (port, the port's PFC counter), arrivals (port), port wake-ups
+// (port) and host timers (host, the host's timer counter). No global state; the per-packet path does
+// not allocate once the packet pool has warmed up.
+//
+// Partitions (parallel runs, D55). set_partition() makes this Fabric one partition of a network
+// split over several Fabrics (one per thread), each a full copy of the topology and FIB that runs
+// only the events of its own nodes: the hosts attached to it and the switches the partition map
+// gives it. A packet sent on a link to another partition's node leaves through an outbox, stamped
+// with its arrival time; take_messages() moves another partition's outbox for us into our queue
+// (PFC PAUSE/RESUME cross the same way). That is exact as long as every partition stops each window
+// before the earliest arrival it could still receive: run_window() up to the window's end, at most
+// the minimum link latency (the lookahead) after its start, then exchange. Because the tie-break
+// key and the random draws are per object, the events of every node run in the same order as in one
+// unpartitioned Fabric, so results do not depend on the partitioning. Every partition applies every
+// fault and reconvergence to its copy (only partition 0 counts them in its statistics); the sum of
+// the partitions' statistics (merge_stats) is that of one Fabric.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -135,6 +153,9 @@ struct FabricStats {
   std::uint64_t drops_by(FabricDrop d) const { return drops[static_cast<int>(d)]; }
 };
 
+/// Adds a partition's statistics to `into` (counters add up, peaks take the larger).
+void merge_stats(FabricStats& into, const FabricStats& from);
+
 struct PortCounters {
   std::uint64_t tx_packets = 0, tx_bytes = 0;  ///< wire bytes
   std::uint64_t trims = 0, ecn_marks = 0, drops = 0;
@@ -159,6 +180,22 @@ class Fabric {
 
   /// Called after host h's endpoint received a packet or ran its timer (drivers drain completions).
   void set_activity_hook(std::function<void(std::uint32_t host)> fn) { hook_ = std::move(fn); }
+  /// Called when an event of schedule_call() is due (drivers post work at a time).
+  void set_call_hook(std::function<void(std::uint32_t id)> fn) { call_hook_ = std::move(fn); }
+  /// Schedules a call of the call hook with `id` at `at_ps` (>= now_ps). Calls of the same instant
+  /// run before every other event of that instant, in id order (ids of one instant must differ).
+  void schedule_call(Time at_ps, std::uint32_t id);
+
+  // --- partitions (see the top of this file) --------------------------------------------------
+  /// Makes this Fabric partition `self` of `parts`: part_of_node[n] is node n's partition. Call
+  /// before anything is sent; attach only the hosts of this partition.
+  void set_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts);
+  /// Processes every event due before `end_ps` (exclusive).
+  void run_window(Time end_ps);
+  /// Moves what partition `from` sent us during its last window into our event queue.
+  void take_messages(Fabric& from);
+  /// Time (ps) of the earliest queued event, kNever if none.
+  Time next_event_ps();
 
   // --- faults -----------------------------------------------------------------------------------
   /// Schedules a link fault (at >= now); throws std::invalid_argument on a bad link id or value.
@@ -180,6 +217,8 @@ class Fabric {
   /// Moves the clock forward to `t` (ns) without processing anything; no event may be due earlier.
   void advance_to(Time t);
   void run_until(Time t);
+  /// No packet in this Fabric and no host deadline (partitioned: this partition's only, outboxes
+  /// not counted).
   bool idle() const;
 
   // --- routing introspection --------------------------------------------------------------------
@@ -196,7 +235,11 @@ class Fabric {
   std::uint32_t port_to(std::uint32_t port) const;
 
   // --- statistics -------------------------------------------------------------------------------
+  /// Partitioned: this partition's share (merge_stats adds them up).
   const FabricStats& stats() const { return stats_; }
+  /// Partitioned: what this partition counted for the port (its sender's side: transmissions,
+  /// trims, marks, queue drops, peak; its receiver's side: drops on the wire, PFC pauses, peak
+  /// ingress bytes).
   const PortCounters& port_counters(std::uint32_t port) const;
   std::uint64_t packets_in_flight() const { return live_; }
   std::size_t pool_size() const;
@@ -205,8 +248,15 @@ class Fabric {
   static std::uint64_t serialization_ps(std::uint64_t bytes, double rate_bps);
 
  private:
-  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge };
+  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge, kCall };
+  /// Tie-break classes of the event key, in order (see the top of this file).
+  enum KeyClass : std::uint8_t { kcCall, kcFault, kcReconverge, kcPfc, kcArrive, kcPortFree, kcTimer };
+  static std::uint64_t event_key(KeyClass c, std::uint32_t object, std::uint32_t counter) {
+    return (static_cast<std::uint64_t>(c) << 61) | (static_cast<std::uint64_t>(object) << 29) |
+           (counter & ((1u << 29) - 1));
+  }
   struct Packet;
+  struct Msg;
   struct InlineBytes;
   /// Per switch: its plane and, for a switch that hosts attach to (a leaf), its index among the
   /// leaves of that plane.
@@ -251,11 +301,17 @@ class Fabric {
   void reschedule_timer(std::uint32_t host);
   void deliver(std::uint32_t idx);
   void drop(std::uint32_t port, std::uint32_t idx, FabricDrop why);
+  /// Schedules a kPortFree of `port` at its busy_until.
+  void wake(std::uint32_t port);
+  /// Pushes a PAUSE or RESUME for `port` (an egress port whose sender may be in another partition).
+  void push_pfc(Time at_ps, Kind kind, std::uint32_t port);
+  /// start_tx onto a link to another partition: the packet goes to that partition's outbox.
+  void send_remote(std::uint32_t port, std::uint32_t idx);
 
   Topology topo_;
   FabricConfig cfg_;
   std::uint64_t control_cap_ = 0;
-  Rng rng_;
+  std::vector<Rng> node_rng_;  ///< per node: its coin flips (ECN, gray loss)
   Time now_ps_ = 0;
   EventQueue events_;
   std::vector<Port> ports_;
@@ -283,6 +339,14 @@ class Fabric {
   std::unique_ptr<engine::TxPacket> tx_;
   FabricStats stats_;
   std::function<void(std::uint32_t)> hook_;
+  std::function<void(std::uint32_t)> call_hook_;
+  std::uint32_t reconverge_ctr_ = 0;  ///< reconvergences scheduled (their key)
+  // Partitions: empty part_ = not partitioned.
+  std::vector<std::uint32_t> part_;
+  std::uint32_t self_ = 0;
+  bool primary_ = true;                               ///< counts faults and reconvergences
+  std::vector<std::vector<Msg>> out_;                 ///< per destination partition
+  std::vector<std::vector<std::uint8_t>> out_bytes_;  ///< their packets' bytes
 };
 
 }  // namespace mrc::sim

@@ -41,7 +41,8 @@ std::uint32_t MrcHosts::ack_wire(const RunConfig& cfg) {
 
 MrcHosts::MrcHosts(const HostSetup& s)
     : src_buf_(s.max_part, 0x5a),
-      dst_buf_(s.max_part, 0),
+      dst_bufs_(s.nets.size(), std::vector<std::uint8_t>(s.max_part, 0)),
+      part_(s.part_of_node.begin(), s.part_of_node.begin() + s.topo.hosts),
       src_mr_(s.topo.hosts, nullptr),
       dst_mr_(s.topo.hosts, nullptr) {
   const RunConfig& cfg = s.cfg;
@@ -55,7 +56,7 @@ MrcHosts::MrcHosts(const HostSetup& s)
   for (std::uint32_t h = 0; h < s.topo.hosts; ++h) {
     ec.seed = cfg.seed * 1000003u + h;
     eps_.push_back(std::make_unique<engine::Endpoint>(ec));
-    s.net.attach(h, *eps_.back());
+    s.nets[part_[h]]->attach(h, *eps_.back());
   }
   qc_.pmtu = cfg.pmtu;
   // Every connection of a pair may be posted before the first completes (a ring step waits for
@@ -86,7 +87,7 @@ void MrcHosts::connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std:
     if (mr == nullptr) throw std::runtime_error("run: memory registration failed");
   };
   reg(*eps_[src], src_mr_[src], src_buf_);
-  reg(*eps_[dst], dst_mr_[dst], dst_buf_);
+  reg(*eps_[dst], dst_mr_[dst], dst_bufs_[part_[dst]]);
   qc_.seed = seed_ * 7919u + k;
   int err = 0;
   QpEnds e{src, dst, eps_[src]->create_qp(qc_, &err), 0};
@@ -102,13 +103,17 @@ void MrcHosts::connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std:
   qps_[k] = e;
 }
 
+void MrcHosts::post_recv(std::size_t k, std::uint64_t wr_id) {
+  const QpEnds& e = qps_[k];
+  if (eps_[e.dst]->post_recv(e.dst_qp, wr_id) != 0) throw std::runtime_error("run: post_recv failed");
+}
+
 void MrcHosts::post(std::size_t k, engine::SendWr wr, Time now) {
   const QpEnds& e = qps_[k];
   wr.local_addr = reinterpret_cast<std::uint64_t>(src_buf_.data());
   wr.lkey = src_mr_[e.src]->lkey;
-  wr.remote_addr = reinterpret_cast<std::uint64_t>(dst_buf_.data());
+  wr.remote_addr = reinterpret_cast<std::uint64_t>(dst_bufs_[part_[e.dst]].data());
   wr.rkey = dst_mr_[e.dst]->rkey;
-  if (eps_[e.dst]->post_recv(e.dst_qp, wr.imm) != 0) throw std::runtime_error("run: post_recv failed");
   const int rc = eps_[e.src]->post_send(e.src_qp, wr, now);
   if (rc != 0) throw std::runtime_error("run: post_send failed (errno " + std::to_string(rc) + ")");
 }
@@ -185,7 +190,7 @@ RoceHosts::RoceHosts(const HostSetup& s) : planes_(s.topo.planes) {
   for (std::uint32_t h = 0; h < s.topo.hosts; ++h) {
     rc.seed = s.cfg.seed * 1000003u + h;
     nics_.push_back(std::make_unique<RoceNic>(rc));
-    s.net.attach(h, *nics_.back());
+    s.nets[s.part_of_node[h]]->attach(h, *nics_.back());
   }
 }
 

@@ -22,7 +22,10 @@ namespace mrc::sim {
 struct HostSetup {
   const Topology& topo;
   const RunConfig& cfg;
-  Fabric& net;
+  /// The partitions of the run (one unless it is parallel) and each node's (host h attaches to
+  /// *nets[part_of_node[h]]).
+  const std::vector<Fabric*>& nets;
+  const std::vector<std::uint32_t>& part_of_node;
   Duration base_rtt = 0;
   cc::NsccConfig nscc;
   std::uint64_t max_part = 1;  ///< largest WRITE of the run (bytes)
@@ -56,7 +59,10 @@ class MrcHosts {
     }
     return false;
   }
-  /// Posts one WRITE_WITH_IMM on QP k (and, MRC, the receive that its immediate completes).
+  /// Posts a receive on QP k's responder (one per WRITE_WITH_IMM it will take). A run posts all of
+  /// them before it starts, so that posting a WRITE touches only the sender's host.
+  void post_recv(std::size_t k, std::uint64_t wr_id);
+  /// Posts one WRITE_WITH_IMM on QP k.
   void post(std::size_t k, engine::SendWr wr, Time now);
   /// Application bytes placed at QP k's receiver.
   std::uint64_t bytes_placed(std::size_t k) const;
@@ -75,8 +81,11 @@ class MrcHosts {
   engine::QpConfig qc_;
   std::uint64_t seed_ = 1;  ///< the run's seed (QP k's engine seed derives from it)
   std::uint8_t mpr_ = 0;
-  // One shared source and one shared sink buffer (contents are not checked), registered per host.
-  std::vector<std::uint8_t> src_buf_, dst_buf_;
+  // One shared source buffer and one sink buffer per partition (contents are not checked; a
+  // partition's thread is the only writer of its sink), registered per host.
+  std::vector<std::uint8_t> src_buf_;
+  std::vector<std::vector<std::uint8_t>> dst_bufs_;
+  std::vector<std::uint32_t> part_;  ///< per host
   std::vector<const engine::MemoryRegion*> src_mr_, dst_mr_;
 };
 
@@ -91,6 +100,7 @@ class RoceHosts {
   void connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q, std::uint32_t sq_psn,
                std::uint32_t rq_psn);
   bool poll_completion(std::uint32_t host, engine::Completion& c) { return nics_[host]->poll_completion(c); }
+  void post_recv(std::size_t, std::uint64_t) {}  // RoCE WRITEs need no receive (the NIC completes them)
   void post(std::size_t k, engine::SendWr wr, Time now);
   std::uint64_t bytes_placed(std::size_t k) const;
   void add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const;

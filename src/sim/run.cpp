@@ -1,18 +1,24 @@
 #include "sim/run.hpp"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <limits>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <optional>
-#include <queue>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 
 #include "sim/hosts.hpp"
+#include "sim/partition.hpp"
+#include "sim/spin_barrier.hpp"
 
 namespace mrc::sim {
 
@@ -32,6 +38,13 @@ Duration base_rtt(const Topology& topo, std::uint32_t mtu_wire, std::uint32_t ac
   return (ps + 500) / 1000;
 }
 namespace {
+
+/// CPU time of the calling thread, ns.
+std::uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
 
 void check_inputs(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
   if (m.nodes > topo.hosts)
@@ -144,6 +157,7 @@ void collect_counters(const Hosts& hosts, const Pairs& pairs, std::uint32_t nq, 
 }
 
 /// One run for one host transport (MrcHosts or RoceHosts): set up in the constructor, then run().
+/// With several partitions, each is one Fabric; partition p's events run on thread p % threads.
 template <class Hosts>
 class Runner {
  public:
@@ -153,8 +167,22 @@ class Runner {
         cfg_(cfg),
         nq_(cfg.qps_per_peer),
         pairs_(pair_up(m)),
-        deps_(dependents(m)),
-        net_(topo, cfg.fabric) {
+        deps_(dependents(m)) {
+    window_ = lookahead_ps(topo);
+    threads_ = std::max<std::uint32_t>(1, cfg.threads);
+    parts_ = cfg.partitions > 0 ? cfg.partitions : threads_;
+    if (window_ == 0) {
+      if (parts_ > 1) throw std::invalid_argument("run: a parallel run needs every link latency > 0");
+      window_ = 1'000'000;  // 1 us: only how often the runner looks at the run
+    }
+    threads_ = std::min(threads_, parts_);
+    window_cpu_ns_.assign(threads_, 0);
+    part_of_node_ = partition_nodes(topo, m, parts_);
+    for (std::uint32_t p = 0; p < parts_; ++p) {
+      owned_.push_back(std::make_unique<Fabric>(topo, cfg.fabric));
+      nets_.push_back(owned_.back().get());
+      if (parts_ > 1) nets_.back()->set_partition(part_of_node_, p, parts_);
+    }
     r_.mtu_wire = Hosts::mtu_wire(cfg);
     r_.ack_wire = Hosts::ack_wire(cfg);
     r_.base_rtt = base_rtt(topo, r_.mtu_wire, r_.ack_wire);
@@ -162,8 +190,9 @@ class Runner {
     r_.nscc = cc::NsccConfig::derive(static_cast<std::uint64_t>(rate) * topo.planes,
                                      static_cast<std::uint32_t>(r_.base_rtt), r_.mtu_wire,
                                      cfg.fabric.queue.trimming);
-    for (const LinkFault& f : cfg.faults) net_.schedule_fault(f);
-    HostSetup setup{topo, cfg, net_, r_.base_rtt, r_.nscc, 1, pairs_.max_load};
+    for (Fabric* net : nets_)
+      for (const LinkFault& f : cfg.faults) net->schedule_fault(f);
+    HostSetup setup{topo, cfg, nets_, part_of_node_, r_.base_rtt, r_.nscc, 1, pairs_.max_load};
     for (const auto& c : m.conns) setup.max_part = std::max(setup.max_part, (c.bytes + nq_ - 1) / nq_);
     hosts_.emplace(setup);
     for (std::size_t pi = 0; pi < pairs_.ends.size(); ++pi) {
@@ -175,21 +204,30 @@ class Runner {
       }
     }
     hosts_->qp_memory_idle(r_);
+    for (std::uint32_t i = 0; i < m.conns.size(); ++i)
+      for (std::uint32_t q = 0; q < nq_; ++q)
+        hosts_->post_recv(static_cast<std::size_t>(pairs_.of_conn[i]) * nq_ + q, i);
 
     r_.flows.resize(m.conns.size());
     for (std::size_t i = 0; i < m.conns.size(); ++i) r_.flows[i].conn = m.conns[i];
     parts_done_.assign(m.conns.size(), 0);
     parts_arrived_.assign(m.conns.size(), 0);
-    remaining_ = static_cast<std::uint32_t>(m.conns.size());
-    net_.set_activity_hook([this](std::uint32_t h) {
-      engine::Completion c;
-      while (hosts_->poll_completion(h, c)) on_completion(c);
-    });
+    remaining_.assign(parts_, 0);
+    for (const ConnSpec& c : m.conns) ++remaining_[part_of_node_[c.src]];
+    for (std::uint32_t p = 0; p < parts_; ++p) {
+      Fabric& net = *nets_[p];
+      net.set_activity_hook([this, p](std::uint32_t h) {
+        engine::Completion c;
+        while (hosts_->poll_completion(h, c)) on_completion(p, c);
+      });
+      net.set_call_hook([this](std::uint32_t i) { post(i); });
+    }
     for (std::uint32_t i = 0; i < m.conns.size(); ++i)
-      if (m.conns[i].after == ConnSpec::kNoDep) starts_.emplace(m.conns[i].start, i);
+      if (m.conns[i].after == ConnSpec::kNoDep)
+        nets_[part_of_node_[m.conns[i].src]]->schedule_call(m.conns[i].start * 1000, i);
 
     r_.sample_interval = cfg.sample_interval;
-    next_sample_ = cfg.sample_interval > 0 ? cfg.sample_interval : kNever;
+    next_sample_ps_ = cfg.sample_interval > 0 ? cfg.sample_interval * 1000 : kNever;
     for (const std::uint32_t i : cfg.sample_conns) {
       if (i >= m.conns.size()) throw std::invalid_argument("run: sampled connection out of range");
       sampled_.push_back(pairs_.of_conn[i]);
@@ -202,14 +240,23 @@ class Runner {
     prog_.limit = cfg.limit;
     prog_.flows = static_cast<std::uint32_t>(m.conns.size());
     for (const ConnSpec& c : m.conns) prog_.bytes += c.bytes;
+    stop_ps_ = cfg.limit >= kNever / 1000 ? kNever : cfg.limit * 1000 + 1000;
   }
 
   RunResult run() {
     loop();
     if (cfg_.progress) report(true);
-    r_.end = net_.now();
-    r_.net = net_.stats();
-    r_.pool_packets = net_.pool_size();
+    r_.end = 0;
+    for (Fabric* net : nets_) {
+      r_.end = std::max(r_.end, net->now());
+      merge_stats(r_.net, net->stats());
+      r_.pool_packets += net->pool_size();
+    }
+    account_window();
+    r_.threads = threads_;
+    r_.partitions = parts_;
+    r_.work_s = static_cast<double>(work_ns_) * 1e-9;
+    r_.span_s = static_cast<double>(span_ns_) * 1e-9;
     collect_counters(*hosts_, pairs_, nq_, r_);
     hosts_->qp_memory_end(r_);
     flow_statistics(r_);
@@ -228,14 +275,20 @@ class Runner {
     return b / nq_ + (q < b % nq_ ? 1 : 0);
   }
 
-  void on_completion(const engine::Completion& c) {
+  // On partition p's thread: a receive completion is the destination's, a send completion the
+  // source's, so each flow's fields and counters have one writer.
+  void on_completion(std::uint32_t p, const engine::Completion& c) {
+    Fabric& net = *nets_[p];
     if (c.is_recv) {
       if (!c.has_imm || c.imm >= m_.conns.size()) return;
       FlowResult& f = r_.flows[c.imm];
       if (++parts_arrived_[c.imm] != nq_) return;
-      f.arrived = net_.now();
-      for (std::uint32_t k = deps_.start[c.imm]; k < deps_.start[c.imm + 1]; ++k)
-        ready_.push_back(deps_.list[k]);
+      f.arrived = net.now();
+      // A dependent's source is in this partition (partition_nodes).
+      for (std::uint32_t k = deps_.start[c.imm]; k < deps_.start[c.imm + 1]; ++k) {
+        const std::uint32_t j = deps_.list[k];
+        net.schedule_call(m_.conns[j].start * 1000, j);
+      }
       return;
     }
     if ((c.wr_id >> 8) >= m_.conns.size()) return;
@@ -243,23 +296,25 @@ class Runner {
     FlowResult& f = r_.flows[i];
     if (c.status != engine::WcStatus::kSuccess) f.bytes_failed += part_bytes(i, c.wr_id & 0xFF);
     if (++parts_done_[i] != nq_) return;
-    f.finish = net_.now();
+    f.finish = net.now();
     f.ok = f.bytes_failed == 0;
-    --remaining_;
+    --remaining_[p];
   }
 
-  /// Posts connection i: one WRITE_WITH_IMM per QP of its pair.
+  /// Posts connection i: one WRITE_WITH_IMM per QP of its pair (on its source's partition).
   void post(std::uint32_t i) {
-    r_.flows[i].posted = net_.now();
+    const std::uint32_t src = m_.conns[i].src;
+    Fabric& net = *nets_[part_of_node_[src]];
+    r_.flows[i].posted = net.now();
     for (std::uint32_t q = 0; q < nq_; ++q) {
       engine::SendWr wr;
       wr.wr_id = (static_cast<std::uint64_t>(i) << 8) | q;
       wr.with_imm = true;
       wr.imm = i;
       wr.length = static_cast<std::uint32_t>(part_bytes(i, q));
-      hosts_->post(static_cast<std::size_t>(pairs_.of_conn[i]) * nq_ + q, wr, net_.now());
+      hosts_->post(static_cast<std::size_t>(pairs_.of_conn[i]) * nq_ + q, wr, net.now());
     }
-    net_.kick(m_.conns[i].src);
+    net.kick(src);
   }
 
   std::uint64_t pair_placed(std::uint32_t pi) const {
@@ -268,57 +323,110 @@ class Runner {
     return b;
   }
 
+  std::uint64_t events() const {
+    std::uint64_t n = 0;
+    for (const Fabric* net : nets_) n += net->stats().events;
+    return n;
+  }
+
   void report(bool last) {
-    prog_.now = net_.now();
-    prog_.events = net_.stats().events;
-    prog_.flows_done = prog_.flows - remaining_;
+    prog_.now = 0;
+    for (const Fabric* net : nets_) prog_.now = std::max(prog_.now, net->now());
+    prog_.events = events();
+    std::uint32_t left = 0;
+    for (const std::uint32_t r : remaining_) left += r;
+    prog_.flows_done = prog_.flows - left;
     prog_.bytes_done = 0;
     for (std::uint32_t pi = 0; pi < pairs_.ends.size(); ++pi) prog_.bytes_done += pair_placed(pi);
     prog_.last = last;
     cfg_.progress(prog_);
   }
 
-  void loop() {
-    std::uint64_t next_progress = 0;
-    for (;;) {
-      for (const std::uint32_t i : ready_) starts_.emplace(std::max(m_.conns[i].start, net_.now()), i);
-      ready_.clear();
-      while (!starts_.empty() && starts_.top().first <= net_.now()) {
-        const std::uint32_t i = starts_.top().second;
-        starts_.pop();
-        post(i);
-      }
-      if (remaining_ == 0) return;
-      if (cfg_.progress && net_.stats().events >= next_progress) {
-        report(false);
-        next_progress = net_.stats().events + (1u << 16);
-      }
-      // One event at a time up to the next start or sample (completions it causes queue dependents).
-      const Time bound = std::min(starts_.empty() ? kNever : starts_.top().first, next_sample_);
-      if (bound <= cfg_.limit) {
-        if (bound * 1000 > net_.now_ps() && net_.step_ps(bound * 1000 - 1)) continue;
-        net_.advance_to(bound);
-        if (bound == next_sample_) {
-          std::uint64_t b = 0;
-          for (const std::uint32_t pi : sampled_) b += pair_placed(pi);
-          r_.samples.push_back(b);
-          next_sample_ += cfg_.sample_interval;
-        }
-        continue;
-      }
-      // No start or sample before the limit: step until an event makes a dependent ready, ends the
-      // run or is due for a progress report (the checks above would change nothing before that).
-      const std::uint64_t report_at =
-          cfg_.progress ? next_progress : std::numeric_limits<std::uint64_t>::max();
-      bool stepped;
-      do {
-        stepped = net_.step(cfg_.limit);
-      } while (stepped && ready_.empty() && remaining_ != 0 && net_.stats().events < report_at);
-      if (!stepped) return;
+  // Between windows, on the calling thread while the others wait: samples, progress, the end of the
+  // run; false = stop, else window_end_ is the end of the next window.
+  // The last window's CPU time per thread into work_ns_ and span_ns_.
+  void account_window() {
+    std::uint64_t most = 0;
+    for (std::uint64_t& ns : window_cpu_ns_) {
+      work_ns_ += ns;
+      most = std::max(most, ns);
+      ns = 0;
     }
+    span_ns_ += most;
   }
 
-  using Start = std::pair<Time, std::uint32_t>;  ///< (start, connection)
+  bool next_window() {
+    account_window();
+    if (failed_.load()) return false;
+    if (std::all_of(remaining_.begin(), remaining_.end(), [](std::uint32_t r) { return r == 0; }))
+      return false;
+    Time next = kNever;
+    for (Fabric* net : nets_) next = std::min(next, net->next_event_ps());
+    const Time start = std::max(t_, next);  // nothing happens before the next event
+    while (next_sample_ps_ < stop_ps_ && next_sample_ps_ <= start) {
+      std::uint64_t b = 0;
+      for (const std::uint32_t pi : sampled_) b += pair_placed(pi);
+      r_.samples.push_back(b);
+      next_sample_ps_ += cfg_.sample_interval * 1000;
+    }
+    if (start >= stop_ps_) return false;
+    if (cfg_.progress && events() >= next_progress_) {
+      report(false);
+      next_progress_ = events() + (1u << 16);
+    }
+    const Time end = start > kNever - window_ ? kNever : start + window_;
+    t_ = window_end_ = std::min({end, stop_ps_, next_sample_ps_});
+    return true;
+  }
+
+  // A partition's share of a window on thread `tid`: phase 0 runs the events, phase 1 takes the
+  // messages the others sent it. An exception stops the run (rethrown by loop()).
+  void work(std::uint32_t tid, int phase) {
+    const std::uint64_t t0 = thread_cpu_ns();
+    try {
+      for (std::uint32_t p = tid; p < parts_; p += threads_) {
+        if (phase == 0) {
+          nets_[p]->run_window(window_end_);
+        } else {
+          for (std::uint32_t q = 0; q < parts_; ++q)
+            if (q != p) nets_[p]->take_messages(*nets_[q]);
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true);
+    }
+    window_cpu_ns_[tid] += thread_cpu_ns() - t0;
+  }
+
+  void loop() {
+    SpinBarrier barrier(threads_);
+    auto worker = [&](std::uint32_t tid) {
+      for (;;) {
+        barrier.wait();  // the next window is set, or stop_
+        if (stop_.load(std::memory_order_relaxed)) return;
+        work(tid, 0);
+        barrier.wait();
+        work(tid, 1);
+        barrier.wait();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::uint32_t tid = 1; tid < threads_; ++tid) pool.emplace_back(worker, tid);
+    for (;;) {
+      if (!next_window()) stop_.store(true, std::memory_order_relaxed);
+      barrier.wait();
+      if (stop_.load(std::memory_order_relaxed)) break;
+      work(0, 0);
+      barrier.wait();
+      if (parts_ > 1) work(0, 1);
+      barrier.wait();
+    }
+    for (std::thread& t : pool) t.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
   const std::chrono::steady_clock::time_point t0_;
   const ConnMatrix& m_;
   const RunConfig& cfg_;
@@ -326,15 +434,22 @@ class Runner {
   RunResult r_;
   const Pairs pairs_;
   const Dependents deps_;
-  Fabric net_;
+  std::uint32_t threads_ = 1, parts_ = 1;
+  std::vector<std::uint32_t> part_of_node_;
+  std::vector<std::unique_ptr<Fabric>> owned_;
+  std::vector<Fabric*> nets_;
   std::optional<Hosts> hosts_;
   std::vector<std::uint32_t> parts_done_, parts_arrived_;
-  std::vector<std::uint32_t> ready_;  ///< dependents whose dependency has just arrived
-  std::uint32_t remaining_ = 0;       ///< connections not completed
-  /// Timed starts, earliest first; dependents join when their dependency arrives.
-  std::priority_queue<Start, std::vector<Start>, std::greater<>> starts_;
-  std::vector<std::uint32_t> sampled_;  ///< pairs whose placed bytes are sampled
-  Time next_sample_ = kNever;
+  std::vector<std::uint32_t> remaining_;  ///< per partition: its sources' connections not completed
+  std::vector<std::uint32_t> sampled_;    ///< pairs whose placed bytes are sampled
+  Time window_ = 0;                       ///< ps
+  Time t_ = 0, window_end_ = 0, stop_ps_ = kNever, next_sample_ps_ = kNever;
+  std::uint64_t next_progress_ = 0;
+  std::atomic<bool> stop_{false}, failed_{false};
+  std::vector<std::uint64_t> window_cpu_ns_;  ///< per thread, this window (written by that thread)
+  std::uint64_t work_ns_ = 0, span_ns_ = 0;
+  std::mutex error_mu_;
+  std::exception_ptr error_;
   Progress prog_;
 };
 

@@ -5,7 +5,15 @@
 // WRITE_WITH_IMM per QP of its pair (its bytes split evenly, the remainder on the first ones), posted
 // at its start time, or when the connection it depends on (ConnSpec::after) has fully arrived at its
 // receiver, whichever is later. FCTs are sender-side (last WRITE completion - start); `arrived` is
-// when the receiver completed the last WRITE_WITH_IMM (all bytes placed).
+// when the receiver completed the last WRITE_WITH_IMM (all bytes placed). The receives the
+// WRITE_WITH_IMMs complete are all posted before the run starts.
+//
+// The run advances in windows of simulated time no longer than the smallest link latency (the
+// lookahead of a parallel run, D55; same windows with one thread or several): a window processes
+// every event due before its end. Between windows the runner takes the samples due, reports
+// progress, and ends the run once every connection has completed (so the run ends at the end of the
+// window in which the last one completed), once the limit has passed, or when no event is left.
+// RunResult::end is the time of the last event processed.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -74,6 +82,11 @@ struct RunConfig {
   std::vector<std::uint32_t> sample_conns;  ///< connections whose pairs are sampled; empty = all
   /// Called about every 2^16 events and once at the end (Progress::last).
   std::function<void(const Progress&)> progress;
+  /// Threads of a parallel run (D55): the network is split into `partitions` (0 = one per
+  /// thread) by partition_nodes (sim/partition.hpp), each simulated by one Fabric; results do not
+  /// depend on either number.
+  std::uint32_t threads = 1;
+  std::uint32_t partitions = 0;
 };
 
 struct FlowResult {
@@ -118,6 +131,12 @@ struct RunResult {
   std::size_t qps = 0;
   double qp_bytes_idle = 0, qp_bytes_sender = 0, qp_bytes_receiver = 0;
   std::size_t pool_packets = 0;
+  /// The windows' CPU time (event processing and message exchange, barriers excluded, s): summed
+  /// over threads (work_s), and summed per window over the busiest thread (span_s: what the run's
+  /// windows take on `threads` cores of their own, barrier latency aside; work_s / span_s is the
+  /// speed-up the partitioning allows).
+  std::uint32_t threads = 1, partitions = 1;
+  double work_s = 0, span_s = 0;
 };
 
 /// Nearest-rank percentile of a sorted vector (q in [0, 1]).

@@ -24,3 +24,11 @@ add_test(NAME cli_sim_seed_and_json_out
                  -DEXPECTED=${PROJECT_SOURCE_DIR}/tests/sim_golden/perm_faults.json
                  -DOUT=${CMAKE_CURRENT_BINARY_DIR}/sim_json_out -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_overrides.cmake)
 set_tests_properties(cli_sim_seed_and_json_out PROPERTIES LABELS cli TIMEOUT 120)
+# --threads / --partitions (parallel runs, D55): checked like every integer; byte-identical output is
+# the golden tests' job (tests/sim_golden, --threads 2).
+mrc_cli_test(NAME sim_threads_zero EXIT 2 MATCH "--threads: must be an integer in \\[1, 256\\], got '0'"
+             ARGS sim ${perm_faults} --threads 0)
+mrc_cli_test(NAME sim_partitions_too_many EXIT 2 MATCH "--partitions: must be an integer in \\[1, 256\\], got '257'"
+             ARGS sim ${perm_faults} --partitions 257)
+mrc_cli_test(NAME sim_threads_with_more_partitions EXIT 0 MATCH "\"variant\": \"MRC 1 EV/plane\""
+             ARGS sim ${perm_faults} --variant 2 --threads 2 --partitions 5 --json --stable --no-progress)

@@ -166,5 +166,32 @@ TEST(EventQueue, EntriesAreSmallPods) {
   EXPECT_LE(sizeof(QueuedEvent), 24u);
 }
 
+// push_keyed: the order is (time, key) whatever the push order, across the near run, the ring and
+// the far heap (what makes the Fabric's order independent of how it is partitioned).
+TEST(EventQueue, KeyedOrderIsIndependentOfPushOrder) {
+  std::vector<std::pair<Time, std::uint64_t>> evs;  // (time, key); index = position
+  Rng gen(7);
+  for (std::uint32_t i = 0; i < 3000; ++i)
+    evs.emplace_back(gen.below(4) * 300 + gen.below(2) * 5'000'000, gen.next() >> 1);
+  std::vector<std::uint32_t> expect(evs.size());
+  for (std::uint32_t i = 0; i < expect.size(); ++i) expect[i] = i;
+  std::sort(expect.begin(), expect.end(), [&](std::uint32_t a, std::uint32_t b) { return evs[a] < evs[b]; });
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    std::vector<std::uint32_t> perm = expect;
+    Rng r(seed);
+    for (std::size_t i = perm.size(); i > 1; --i)
+      std::swap(perm[i - 1], perm[r.below(static_cast<std::uint32_t>(i))]);
+    EventQueue q(8);
+    // The first event first (it sets the current slot), the rest shuffled: some go to the ring,
+    // the 5 ms ones to the far heap.
+    q.push_keyed(evs[expect[0]].first, 0, expect[0], evs[expect[0]].second);
+    for (const std::uint32_t i : perm)
+      if (i != expect[0]) q.push_keyed(evs[i].first, 0, i, evs[i].second);
+    std::vector<std::uint32_t> order;
+    while (!q.empty()) order.push_back(q.pop().index);
+    EXPECT_EQ(order, expect) << "shuffle " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace mrc::sim

@@ -33,6 +33,8 @@ struct SimOptions {
   sim::ScenarioOverrides overrides;
   std::vector<std::string> variants;  ///< --variant: labels or 1-based indices to run
   std::string json_out, csv_out;      ///< replace [output] json / csv
+  std::uint32_t threads = 1;          ///< --threads: parallel run (identical results)
+  std::uint32_t partitions = 0;       ///< --partitions (0: one per thread)
 };
 SimOptions g_opt;
 
@@ -356,7 +358,11 @@ int run_scenario(Scenario& sc) {
                     {"sim_time_us", static_cast<double>(rs[i].end) / 1000.0},
                     {"wall_s", rs[i].wall_s},
                     {"peak_rss_mb", static_cast<double>(rs[i].peak_rss_kb) / 1024.0},
-                    {"fabric_packets", rs[i].pool_packets}};
+                    {"fabric_packets", rs[i].pool_packets},
+                    {"threads", rs[i].threads},
+                    {"partitions", rs[i].partitions},
+                    {"window_cpu_s", rs[i].work_s},
+                    {"window_span_s", rs[i].span_s}};
       if (!g_opt.stable && rs[i].qps > 0)
         j["qp_memory"] = {{"qps", rs[i].qps},
                           {"idle_bytes", rs[i].qp_bytes_idle},
@@ -425,6 +431,14 @@ CLI::App* add_sim_command(CLI::App& app) {
       ->type_name("NAME");
   c->add_option("--json-out", g_opt.json_out, "write the [output] JSON file here instead");
   c->add_option("--csv-out", g_opt.csv_out, "write the [output] CSV file here instead");
+  c->add_option("--threads", g_opt.threads,
+                "simulate on this many threads (the network split into as many partitions; results are "
+                "byte-identical to one thread)")
+      ->check(uint_range(1, 256));
+  c->add_option("--partitions", g_opt.partitions,
+                "split the network into this many partitions (default: one per thread; more than threads: "
+                "each thread runs several in turn; results are the same)")
+      ->check(uint_range(1, 256));
   return c;
 }
 
@@ -433,6 +447,10 @@ int run_sim() {
     Scenario sc =
         g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario, {}, g_opt.overrides);
     select_variants(sc);
+    for (Variant& v : sc.variants) {
+      v.run.threads = g_opt.threads;
+      v.run.partitions = g_opt.partitions;
+    }
     if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
     if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
     const int rc = run_scenario(sc);

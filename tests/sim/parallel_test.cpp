@@ -1,0 +1,182 @@
+// Parallel runs (D55): the network split into partitions, one Fabric each, on one or more threads,
+// must give exactly the result of one Fabric; and the partition map itself.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "fat_tree.hpp"
+#include "sim/cm.hpp"
+#include "sim/fabric.hpp"
+#include "sim/partition.hpp"
+#include "sim/run.hpp"
+#include "sim/topology.hpp"
+
+namespace mrc::sim {
+namespace {
+
+using test::fat4;
+
+Topology clos(std::uint32_t radix, std::uint32_t planes) {
+  ClosConfig c;
+  c.radix = radix;
+  c.planes = planes;
+  return make_clos2(c);
+}
+
+// Everything a run reports except wall time, memory and the packet pool (each partition has its own).
+void expect_same(const RunResult& a, const RunResult& b) {
+  ASSERT_EQ(a.flows.size(), b.flows.size());
+  for (std::size_t i = 0; i < a.flows.size(); ++i) {
+    const FlowResult &x = a.flows[i], &y = b.flows[i];
+    EXPECT_EQ(x.posted, y.posted) << i;
+    EXPECT_EQ(x.finish, y.finish) << i;
+    EXPECT_EQ(x.arrived, y.arrived) << i;
+    EXPECT_EQ(x.ok, y.ok) << i;
+    EXPECT_EQ(x.bytes_failed, y.bytes_failed) << i;
+    EXPECT_EQ(std::memcmp(&x.qp, &y.qp, sizeof x.qp), 0) << i;
+  }
+  EXPECT_EQ(a.finished, b.finished);
+  EXPECT_EQ(a.net.events, b.net.events);
+  EXPECT_EQ(a.net.sent, b.net.sent);
+  EXPECT_EQ(a.net.delivered, b.net.delivered);
+  EXPECT_EQ(a.net.hops, b.net.hops);
+  EXPECT_EQ(a.net.trimmed, b.net.trimmed);
+  EXPECT_EQ(a.net.ecn_marked, b.net.ecn_marked);
+  for (int d = 0; d < static_cast<int>(FabricDrop::kCount); ++d)
+    EXPECT_EQ(a.net.drops[d], b.net.drops[d]) << d;
+  EXPECT_EQ(a.net.pfc_pauses, b.net.pfc_pauses);
+  EXPECT_EQ(a.net.reconvergences, b.net.reconvergences);
+  EXPECT_EQ(a.net.peak_data_bytes, b.net.peak_data_bytes);
+  EXPECT_EQ(a.tx_data, b.tx_data);
+  EXPECT_EQ(a.tx_rtx, b.tx_rtx);
+  EXPECT_EQ(a.tx_sack, b.tx_sack);
+  EXPECT_EQ(a.tx_cnp, b.tx_cnp);
+  EXPECT_EQ(a.ev_transitions, b.ev_transitions);
+  EXPECT_EQ(a.samples, b.samples);
+  EXPECT_EQ(a.end, b.end);
+}
+
+// The run at 1 thread, then at (threads, partitions) = (1, 2), (2, 2), (1, 3), (2, 3): all equal.
+RunResult expect_partition_independent(const Topology& t, const ConnMatrix& m, const RunConfig& rc,
+                                       bool all_finish = true) {
+  RunResult one = run_matrix(t, m, rc);
+  if (all_finish) {
+    EXPECT_EQ(one.finished, m.conns.size());
+  }
+  for (const auto& [threads, parts] : {std::pair{1u, 2u}, {2u, 2u}, {1u, 3u}, {2u, 3u}}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads, " << parts << " partitions");
+    RunConfig p = rc;
+    p.threads = threads;
+    p.partitions = parts;
+    expect_same(one, run_matrix(t, m, p));
+  }
+  return one;
+}
+
+TEST(SimPartition, WholePlanesAndHostBlocks) {
+  const Topology t = clos(8, 4);  // 32 hosts, 4 planes
+  const std::vector<std::uint32_t> part = partition_nodes(t, make_permutation(32, 1000, 1), 2);
+  ASSERT_EQ(part.size(), t.nodes.size());
+  for (std::uint32_t h = 0; h < 32; ++h) EXPECT_EQ(part[h], h < 16 ? 0u : 1u) << h;
+  for (std::uint32_t n = 32; n < t.num_nodes(); ++n) EXPECT_EQ(part[n], t.nodes[n].plane / 2u) << n;
+  // One plane: a leaf goes with its hosts.
+  const Topology f = fat4();
+  const std::vector<std::uint32_t> fp = partition_nodes(f, make_permutation(16, 1000, 1), 2);
+  for (std::uint32_t h = 0; h < 16; ++h) EXPECT_EQ(fp[f.links[f.host_link(h, 0)].b], fp[h]) << h;
+  EXPECT_EQ(partition_nodes(f, ConnMatrix{}, 1), std::vector<std::uint32_t>(f.nodes.size(), 0));
+  EXPECT_EQ(lookahead_ps(f), 1'000'000u);
+}
+
+TEST(SimPartition, DependentStartsWhereItsDependencyArrives) {
+  const Topology t = fat4();
+  ConnMatrix m;
+  m.nodes = 16;
+  m.conns.push_back(ConnSpec{0, 9, 1, 0, 1000});
+  ConnSpec dep{14, 3, 2, 0, 1000};
+  dep.after = 0;  // posted at host 14 when connection 0 has arrived at host 9
+  m.conns.push_back(dep);
+  const std::vector<std::uint32_t> part = partition_nodes(t, m, 2);
+  EXPECT_EQ(part[9], part[14]);
+  EXPECT_NE(part[0], part[15]);  // the rest still splits
+}
+
+TEST(SimParallel, PermutationWithFaultsAndReconvergence) {
+  const Topology t = fat4();
+  RunConfig rc;
+  rc.evs_per_plane = 16;
+  rc.limit = 20_ms;
+  rc.fabric.reconverge_delay = 10_us;
+  std::uint32_t uplink = 0;
+  while (t.links[uplink].tier != 1) ++uplink;
+  rc.faults.push_back(LinkFault{8_us, uplink, LinkFaultKind::kDown, 0});
+  rc.faults.push_back(LinkFault{30_us, uplink, LinkFaultKind::kUp, 0});
+  rc.faults.push_back(LinkFault{0, uplink + 3, LinkFaultKind::kLoss, 0.02});
+  rc.faults.push_back(LinkFault{0, uplink + 5, LinkFaultKind::kRate, 25e9});
+  const RunResult r = expect_partition_independent(t, make_permutation(16, 300000, 3), rc);
+  EXPECT_GT(r.net.drops_by(FabricDrop::kLinkDown), 0u);
+  EXPECT_GT(r.net.drops_by(FabricDrop::kGrayLoss), 0u);
+  EXPECT_EQ(r.net.reconvergences, 2u);
+}
+
+TEST(SimParallel, MultiPlaneIncastWithNicLinkDown) {
+  const Topology t = clos(8, 2);
+  RunConfig rc;
+  rc.evs_per_plane = 8;
+  rc.limit = 20_ms;
+  rc.faults.push_back(LinkFault{20_us, t.host_link(0, 0), LinkFaultKind::kDown, 0});
+  const RunResult r = expect_partition_independent(t, make_incast(32, 7, 200000, true, 1000000, 30), rc);
+  EXPECT_GT(r.net.trimmed, 0u);
+  EXPECT_GT(r.net.ecn_marked, 0u);
+  EXPECT_GT(r.net.drops_by(FabricDrop::kLinkDown), 0u);
+}
+
+TEST(SimParallel, RocePfcIncast) {
+  const Topology t = clos(8, 2);
+  RunConfig rc;
+  rc.transport = Transport::kRoce;
+  rc.fabric.queue.pfc = true;
+  rc.qps_per_peer = 2;
+  rc.limit = 20_ms;
+  const RunResult r = run_matrix(t, make_incast(32, 12, 300000, false, 0, 0), rc);
+  EXPECT_GT(r.net.pfc_pauses, 0u);  // PAUSE and RESUME cross partitions too
+  expect_partition_independent(t, make_incast(32, 12, 300000, false, 0, 0), rc);
+}
+
+TEST(SimParallel, RingAllReduceWithSamplesAndPayload) {
+  const Topology t = clos(4, 2);
+  RunConfig rc;
+  rc.evs_per_plane = 4;
+  rc.limit = 20_ms;
+  rc.sample_interval = 3_us;
+  rc.fabric.carry_payload = true;
+  rc.faults.push_back(LinkFault{0, t.host_link(2, 1), LinkFaultKind::kLoss, 0.01});
+  const RunResult r = expect_partition_independent(t, make_ring_allreduce(8, 200000), rc);
+  EXPECT_GT(r.samples.size(), 3u);
+  EXPECT_GT(r.net.drops_by(FabricDrop::kGrayLoss), 0u);
+}
+
+// The limit cuts every partition at the same event, and the progress reports (from the thread that
+// runs between windows) see the whole run.
+TEST(SimParallel, LimitAndProgress) {
+  const Topology t = clos(8, 2);
+  RunConfig rc;
+  rc.evs_per_plane = 8;
+  rc.limit = 12_us;
+  std::uint32_t reports = 0;
+  Progress last;
+  rc.progress = [&](const Progress& p) {
+    ++reports;
+    last = p;
+  };
+  const RunResult r = expect_partition_independent(t, make_permutation(32, 1000000, 5), rc, false);
+  EXPECT_LT(r.finished, 32u);
+  EXPECT_LE(r.end, 12_us);
+  EXPECT_GT(r.end, 11_us);
+  EXPECT_GT(reports, 5u);
+  EXPECT_TRUE(last.last);
+  EXPECT_EQ(last.events, r.net.events);
+}
+
+}  // namespace
+}  // namespace mrc::sim
