@@ -78,6 +78,7 @@ Duration Requester::rto() const {
 }
 
 void Requester::tx_ready() {
+  window_blocked_ = false;
   ep_.mark_tx_ready(&qp_);
 }
 
@@ -95,8 +96,11 @@ void Requester::resend_in_flight_on(std::uint8_t port, Time now) {
 }
 
 bool Requester::wants_tx() const {
-  return sent_.lost() > 0 || sq_unsent_ > 0 || !dup_queue_.empty() || tail_probe_at_ != kNever ||
-         evm_.next_probe_time() != kNever;
+  if (!dup_queue_.empty() || evm_.next_probe_time() != kNever) return true;
+  // Blocked by the congestion or MPR window: the SACK, NACK or loss that opens it calls tx_ready().
+  // A tail probe or RTO due later wakes the QP through its timer.
+  if (window_blocked_) return false;
+  return sent_.lost() > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever;
 }
 
 Time Requester::next_deadline() const {

@@ -166,7 +166,10 @@ class Requester {
   std::uint32_t wimm_outstanding_ = 0;
   SentPackets sent_;  ///< a record per PSN in [snd_una_, snd_nxt_), the in-flight list, the lost ones
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
-  Rack rack_;                     ///< time-based loss detection and its reorder timer (D43)
+  Rack rack_;  ///< time-based loss detection and its reorder timer (D43)
+  /// The last poll() found the congestion or MPR window closed; cleared by tx_ready(), which every
+  /// event that can open it calls. A blocked QP leaves the endpoint's ready list (wants_tx).
+  bool window_blocked_ = false;
   std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
   Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
   PathBlame blame_;               ///< when a confirmed loss blames its EV (D43, D57)
@@ -228,8 +231,11 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
   if (sent_.lost() > 0 && sent_.next_lost(snd_una_, snd_nxt_, psn)) {
     const TxRec& r = rec(psn);
     // A (dynamic) MPR shrink can leave lost packets past the window edge: they wait.
-    if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns()) return false;
-    if (!cc_.can_send(r.len + kPktOverhead)) return false;
+    if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns() ||
+        !cc_.can_send(r.len + kPktOverhead)) {
+      window_blocked_ = true;
+      return false;
+    }
     const std::uint16_t slot = evm_.pick_proven(ports, r.sent);
     if (slot == EvManager::kNone) return false;
     // D56: the previous copy went on a plane now known failed: a second copy follows.
@@ -243,14 +249,20 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
   if (!dup_queue_.empty() && poll_dup(out, ports)) return true;
   // 3. New data within the MPR window, the WIMM limit and the congestion window.
   if (sq_unsent_ == 0) return false;
-  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) return false;
+  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) {
+    window_blocked_ = true;
+    return false;
+  }
   SendWqe& w = sq_.slot(sq_seg_);
   if (w.sent_pkts == 0 && w.wr.with_imm &&
       wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
     return false;
   const std::uint32_t offset = w.sent_pkts * cfg_.pmtu;
   const std::uint32_t len = std::min(cfg_.pmtu, w.wr.length - std::min(w.wr.length, offset));
-  if (!cc_.can_send(len + kPktOverhead)) return false;
+  if (!cc_.can_send(len + kPktOverhead)) {
+    window_blocked_ = true;
+    return false;
+  }
   const std::uint16_t slot = evm_.pick(ports);
   if (slot == EvManager::kNone) return false;
   if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= sent_.slots())

@@ -243,6 +243,24 @@ TEST(Requester, AFirstCopyArrivingAfterItsTailProbeStillGivesTheRtt) {
   }
 }
 
+TEST(Requester, AQpBlockedByItsWindowLeavesTheReadyListUntilASackOpensIt) {
+  // The endpoint keeps a QP in its transmit-ready list only while it may send: a QP whose MPR
+  // window is full is not polled again for every free port (with 127 such QPs a host spent most
+  // of its time polling them) until the SACK that opens the window marks it ready again.
+  Rig r;
+  for (std::uint64_t i = 0; i < 17; ++i) ASSERT_EQ(r.post(i, 1 << 16, 1000), 0);  // 17 x 64 packets
+  const auto f = r.pull(1000, 2000);
+  const std::size_t window = r.rq().window_psns();
+  ASSERT_LT(window, 17u * 64);
+  ASSERT_EQ(f.size(), window);
+  EXPECT_FALSE(r.qp().wants_tx());  // blocked by the window; its tail probe has a timer
+  EXPECT_LT(r.rq().next_deadline(), kNever);
+  r.rq().handle_sack(make_sack(psn(3), 3), 5000);  // PSNs 0-3 acknowledged
+  EXPECT_TRUE(r.qp().wants_tx());
+  EXPECT_EQ(r.pull(5000).size(), 4u);
+  EXPECT_FALSE(r.qp().wants_tx());
+}
+
 TEST(Requester, RtoRetriesRunOutIntoAnErrorCompletion) {
   engine::Tunables tun;
   tun.tail_probe_delay = 1'000'000'000;  // only the RTO acts
