@@ -690,6 +690,13 @@ Time Fabric::next_event_ps() {
   return events_.empty() ? kNever : events_.top().time;
 }
 
+Time Fabric::next_message_ps() const {
+  Time t = kNever;
+  for (const auto& box : out_)
+    for (const Msg& m : box) t = std::min(t, m.time);
+  return t;
+}
+
 // The packet leaves this partition: a copy with its bytes goes to the outbox of the partition of
 // the link's far end, which queues it on its copy of the link when it takes its messages.
 void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {

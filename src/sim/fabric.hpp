@@ -196,6 +196,9 @@ class Fabric {
   void take_messages(Fabric& from);
   /// Time (ps) of the earliest queued event, kNever if none.
   Time next_event_ps();
+  /// Time (ps) of the earliest message in our outboxes (what another partition will queue when it
+  /// takes them), kNever if none.
+  Time next_message_ps() const;
   /// Partitions in other processes (sim/ranks.hpp): pack_messages appends what we sent partition
   /// `to` during the last window to `out` as one record (nothing if it sent nothing) and empties
   /// that outbox; packed_record

@@ -21,10 +21,13 @@ class Ranks {
   virtual void sum(std::span<std::uint64_t> v) = 0;
   virtual void min(std::span<std::uint64_t> v) = 0;
   virtual void max(std::span<std::uint64_t> v) = 0;
-  /// All-to-all: send[r] goes to rank r (send.size() == size(); send[rank()] is not sent), recv[r]
-  /// is what rank r sent us (resized to size()).
+  /// All-to-all with a small all-gather folded in (one round of messages per window): send[r] goes
+  /// to rank r (send.size() == size(); send[rank()] is not sent), recv[r] is what rank r sent us
+  /// (resized to size()); `mine` (the same length on every rank) reaches every rank: `every` holds
+  /// rank r's at [r * mine.size(), (r + 1) * mine.size()).
   virtual void exchange(const std::vector<std::vector<std::uint8_t>>& send,
-                        std::vector<std::vector<std::uint8_t>>& recv) = 0;
+                        std::vector<std::vector<std::uint8_t>>& recv, std::span<const std::uint64_t> mine,
+                        std::vector<std::uint64_t>& every) = 0;
 };
 
 /// The number of processes a launcher (OpenMPI's mpirun, or a PMI-based one) started this one

@@ -469,7 +469,11 @@ class Runner {
     std::uint64_t v[3] = {local_remaining(), failed_.load() ? 1u : 0u, local_events()};
     Time next = kNever;
     for (Fabric* net : owned_nets()) next = std::min(next, net->next_event_ps());
-    if (ranks_ != nullptr) {
+    if (ranks_ != nullptr && ctl_fresh_) {  // reduced in the window's exchange
+      std::copy(ctl_, ctl_ + 3, v);
+      next = ctl_[3];
+      ctl_fresh_ = false;
+    } else if (ranks_ != nullptr) {  // the first window
       ranks_->sum(v);
       ranks_->min(std::span<std::uint64_t>(&next, 1));
     }
@@ -493,6 +497,7 @@ class Runner {
     }
     const Time end = start > kNever - window_ ? kNever : start + window_;
     t_ = window_end_ = std::min({end, stop_ps_, next_sample_ps_});
+    ++r_.windows;
     return true;
   }
 
@@ -533,15 +538,34 @@ class Runner {
   }
 
   // Distributed, on thread 0 between the phases: our partitions' outboxes for other ranks' go out,
-  // theirs for ours come in (incoming_, sorted by sender).
+  // theirs for ours come in (incoming_, sorted by sender). The same round of messages carries what
+  // next_window() decides on (ctl_): connections left, failures, events, and the next event, which
+  // after the messages are taken is the earliest of the queues and of the messages sent (a
+  // message queued behind another on its link arrives after it).
   void exchange() {
     const std::uint64_t t0 = thread_cpu_ns();
+    std::uint64_t mine[4] = {local_remaining(), 0, local_events(), kNever};
+    for (Fabric* net : owned_nets())
+      mine[3] = std::min({mine[3], net->next_event_ps(), net->next_message_ps()});
+    std::vector<std::vector<std::uint8_t>> send(nranks_);
     try {
-      std::vector<std::vector<std::uint8_t>> send(nranks_);
       for (const std::uint32_t p : local_)
         for (std::uint32_t q = 0; q < parts_; ++q)
           if (nets_[q] == nullptr) nets_[p]->pack_messages(q, send[q % nranks_]);
-      ranks_->exchange(send, recv_);
+    } catch (...) {
+      fail();
+    }
+    mine[1] = failed_.load() ? 1 : 0;
+    std::vector<std::uint64_t> every;
+    ranks_->exchange(send, recv_, mine, every);  // every rank calls it, failed or not
+    ctl_[0] = ctl_[1] = ctl_[2] = 0;
+    ctl_[3] = kNever;
+    for (std::uint32_t r = 0; r < nranks_; ++r) {
+      for (int i = 0; i < 3; ++i) ctl_[i] += every[4 * r + i];
+      ctl_[3] = std::min(ctl_[3], every[4 * r + 3]);
+    }
+    ctl_fresh_ = true;
+    try {
       for (std::uint32_t r = 0; r < nranks_; ++r) {
         const std::span<const std::uint8_t> all(recv_[r]);
         for (std::size_t at = 0; at < all.size();) {
@@ -625,6 +649,10 @@ class Runner {
   Time t_ = 0, window_end_ = 0, stop_ps_ = kNever, next_sample_ps_ = kNever;
   std::uint64_t next_progress_ = 0;
   bool want_progress_ = false;
+  /// Distributed: connections left, failures, events, next event (ps), over every rank, from the
+  /// last exchange (fresh until next_window() reads them).
+  std::uint64_t ctl_[4] = {};
+  bool ctl_fresh_ = false;
   bool other_failed_ = false;
   std::atomic<bool> stop_{false}, failed_{false};
   std::vector<std::uint64_t> window_cpu_ns_;  ///< per thread, this window (written by that thread)

@@ -148,6 +148,7 @@ struct RunResult {
   /// summed over ranks; span_s is the largest rank's sum of its busiest thread per window.
   std::uint32_t ranks = 1;
   std::vector<long> rank_rss_kb;
+  std::uint64_t windows = 0;  ///< windows the run went through (a parallel run's synchronisations)
 };
 
 /// Nearest-rank percentile of a sorted vector (q in [0, 1]).

@@ -377,7 +377,8 @@ int run_scenario(Scenario& sc) {
                     {"threads", rs[i].threads},
                     {"partitions", rs[i].partitions},
                     {"window_cpu_s", rs[i].work_s},
-                    {"window_span_s", rs[i].span_s}};
+                    {"window_span_s", rs[i].span_s},
+                    {"windows", rs[i].windows}};
       if (!g_opt.stable && rs[i].ranks > 1) {
         j["run"]["ranks"] = rs[i].ranks;
         nlohmann::json rss = nlohmann::json::array();
