@@ -1,8 +1,10 @@
 // Parallel runs (D55): the network split into partitions, one Fabric each, on one or more threads,
-// must give exactly the result of one Fabric; and the partition map itself.
+// or over several ranks (distributed runs, here in-process: thread_ranks.hpp), must give exactly the
+// result of one Fabric, on every rank; and the partition map itself.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "fat_tree.hpp"
@@ -11,6 +13,7 @@
 #include "sim/partition.hpp"
 #include "sim/run.hpp"
 #include "sim/topology.hpp"
+#include "thread_ranks.hpp"
 
 namespace mrc::sim {
 namespace {
@@ -70,6 +73,27 @@ RunResult expect_partition_independent(const Topology& t, const ConnMatrix& m, c
     p.threads = threads;
     p.partitions = parts;
     expect_same(one, run_matrix(t, m, p));
+  }
+  // Distributed: (ranks, threads per rank, partitions) = (2, 1, 2), (2, 2, 4), (3, 1, 3), (2, 1, 3).
+  for (const auto& [nr, threads, parts] :
+       {std::tuple{2u, 1u, 2u}, {2u, 2u, 4u}, {3u, 1u, 3u}, {2u, 1u, 3u}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << nr << " ranks, " << threads << " threads, " << parts << " partitions");
+    std::vector<RunResult> got(nr);
+    test::run_ranks(nr, [&](Ranks& ranks) {
+      RunConfig p = rc;
+      p.threads = threads;
+      p.partitions = parts;
+      p.ranks = &ranks;
+      if (ranks.rank() != 0) p.progress = nullptr;  // reports are made on the ranks that ask
+      got[ranks.rank()] = run_matrix(t, m, p);
+    });
+    for (std::uint32_t r = 0; r < nr; ++r) {
+      SCOPED_TRACE(::testing::Message() << "rank " << r);
+      expect_same(one, got[r]);
+      EXPECT_EQ(got[r].ranks, nr);
+      EXPECT_EQ(got[r].rank_rss_kb.size(), nr);
+    }
   }
   return one;
 }
