@@ -41,56 +41,49 @@ class MpiRanks final : public Ranks {
   void max(std::span<std::uint64_t> v) override { reduce(v, MPI_MAX); }
 
   // One MPI_Alltoall of fixed blocks (bytes for that rank, bytes this rank sends in all, `mine`),
-  // then, unless no rank sends anything, one MPI_Alltoallv of the bytes.
-  void exchange(const std::vector<std::vector<std::uint8_t>>& send,
-                std::vector<std::vector<std::uint8_t>>& recv, std::span<const std::uint64_t> mine,
-                std::vector<std::uint64_t>& every) override {
-    if (send.size() != size_) throw std::invalid_argument("MPI: exchange needs one buffer per rank");
+  // then, unless no rank sends anything, one MPI_Alltoallv of the bytes, straight from and into
+  // the callers' buffers.
+  void exchange(std::span<const std::uint8_t> send, std::span<const std::uint64_t> send_counts,
+                std::vector<std::uint8_t>& recv, std::vector<std::uint64_t>& recv_counts,
+                std::span<const std::uint64_t> mine, std::vector<std::uint64_t>& every) override {
+    if (send_counts.size() != size_) throw std::invalid_argument("MPI: exchange needs a count per rank");
     const std::size_t k = mine.size(), block = 2 + k;
     std::vector<std::uint64_t> sblock(size_ * block, 0), rblock(size_ * block, 0);
-    std::uint64_t sent = 0;
-    for (std::uint32_t r = 0; r < size_; ++r)
-      if (r != rank_) sent += send[r].size();
     for (std::uint32_t r = 0; r < size_; ++r) {
       std::uint64_t* b = sblock.data() + r * block;
-      b[0] = r == rank_ ? 0 : send[r].size();
-      b[1] = sent;
+      b[0] = send_counts[r];
+      b[1] = send.size();
       std::copy(mine.begin(), mine.end(), b + 2);
     }
     check(MPI_Alltoall(sblock.data(), to_int(block), MPI_UINT64_T, rblock.data(), to_int(block), MPI_UINT64_T,
                        MPI_COMM_WORLD),
           "MPI_Alltoall");
     every.resize(size_ * k);
+    recv_counts.assign(size_, 0);
     std::uint64_t total = 0;
     for (std::uint32_t r = 0; r < size_; ++r) {
       const std::uint64_t* b = rblock.data() + r * block;
+      recv_counts[r] = b[0];
       total += b[1];
       std::copy(b + 2, b + block, every.begin() + static_cast<std::ptrdiff_t>(r * k));
     }
-    recv.resize(size_);
-    for (auto& v : recv) v.clear();
+    recv.clear();
     if (total == 0) return;  // every rank saw the same total: all skip the second step
-    std::vector<int> scount(size_, 0), rcount(size_, 0), sdispl(size_, 0), rdispl(size_, 0);
-    std::vector<std::uint8_t> sbuf;
-    sbuf.reserve(sent);
+    std::vector<int> scount(size_), rcount(size_), sdispl(size_), rdispl(size_);
+    std::size_t out = 0, in = 0;
     for (std::uint32_t r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      sdispl[r] = to_int(sbuf.size());
-      scount[r] = to_int(send[r].size());
-      sbuf.insert(sbuf.end(), send[r].begin(), send[r].end());
-    }
-    std::size_t in = 0;
-    for (std::uint32_t r = 0; r < size_; ++r) {
+      sdispl[r] = to_int(out);
+      scount[r] = to_int(send_counts[r]);
+      out += send_counts[r];
       rdispl[r] = to_int(in);
-      rcount[r] = to_int(rblock[r * block]);
-      in += static_cast<std::size_t>(rcount[r]);
+      rcount[r] = to_int(recv_counts[r]);
+      in += recv_counts[r];
     }
-    std::vector<std::uint8_t> rbuf(in);
-    check(MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_BYTE, rbuf.data(), rcount.data(),
+    if (out != send.size()) throw std::invalid_argument("MPI: exchange counts do not add up");
+    recv.resize(in);
+    check(MPI_Alltoallv(send.data(), scount.data(), sdispl.data(), MPI_BYTE, recv.data(), rcount.data(),
                         rdispl.data(), MPI_BYTE, MPI_COMM_WORLD),
           "MPI_Alltoallv");
-    for (std::uint32_t r = 0; r < size_; ++r)
-      recv[r].assign(rbuf.begin() + rdispl[r], rbuf.begin() + rdispl[r] + rcount[r]);
   }
 
  private:

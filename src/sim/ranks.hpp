@@ -21,13 +21,14 @@ class Ranks {
   virtual void sum(std::span<std::uint64_t> v) = 0;
   virtual void min(std::span<std::uint64_t> v) = 0;
   virtual void max(std::span<std::uint64_t> v) = 0;
-  /// All-to-all with a small all-gather folded in (one round of messages per window): send[r] goes
-  /// to rank r (send.size() == size(); send[rank()] is not sent), recv[r] is what rank r sent us
-  /// (resized to size()); `mine` (the same length on every rank) reaches every rank: `every` holds
-  /// rank r's at [r * mine.size(), (r + 1) * mine.size()).
-  virtual void exchange(const std::vector<std::vector<std::uint8_t>>& send,
-                        std::vector<std::vector<std::uint8_t>>& recv, std::span<const std::uint64_t> mine,
-                        std::vector<std::uint64_t>& every) = 0;
+  /// All-to-all with a small all-gather folded in (one round of messages per window). `send` holds
+  /// the bytes for rank 0, then for rank 1, ...: send_counts[r] of them for rank r (size() counts;
+  /// ours is 0); `recv` gets what every rank sent us, in rank order, recv_counts[r] bytes from rank
+  /// r. `mine` (the same length on every rank) reaches every rank: `every` holds rank r's at
+  /// [r * mine.size(), (r + 1) * mine.size()).
+  virtual void exchange(std::span<const std::uint8_t> send, std::span<const std::uint64_t> send_counts,
+                        std::vector<std::uint8_t>& recv, std::vector<std::uint64_t>& recv_counts,
+                        std::span<const std::uint64_t> mine, std::vector<std::uint64_t>& every) = 0;
 };
 
 /// The number of processes a launcher (OpenMPI's mpirun, or a PMI-based one) started this one

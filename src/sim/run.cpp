@@ -333,6 +333,10 @@ class Runner {
       ranks_->max(std::span<std::uint64_t>(&span, 1));
       ranks_->sum(std::span<std::uint64_t>(&pool, 1));
       r_.pool_packets = pool;
+      ranks_->sum(std::span<std::uint64_t>(&sent_bytes_, 1));
+      ranks_->max(std::span<std::uint64_t>(&max_sent_bytes_, 1));
+      r_.rank_bytes = sent_bytes_;
+      r_.rank_window_bytes = max_sent_bytes_;
       merge_flows(*ranks_, r_.flows);
     }
     r_.work_s = static_cast<double>(work) * 1e-9;
@@ -547,17 +551,24 @@ class Runner {
     std::uint64_t mine[4] = {local_remaining(), 0, local_events(), kNever};
     for (Fabric* net : owned_nets())
       mine[3] = std::min({mine[3], net->next_event_ps(), net->next_message_ps()});
-    std::vector<std::vector<std::uint8_t>> send(nranks_);
+    send_.clear();
+    send_counts_.assign(nranks_, 0);
     try {
-      for (const std::uint32_t p : local_)
-        for (std::uint32_t q = 0; q < parts_; ++q)
-          if (nets_[q] == nullptr) nets_[p]->pack_messages(q, send[q % nranks_]);
+      for (std::uint32_t r = 0; r < nranks_; ++r) {
+        const std::size_t at = send_.size();
+        for (const std::uint32_t p : local_)
+          for (std::uint32_t q = r; q < parts_; q += nranks_)
+            if (nets_[q] == nullptr) nets_[p]->pack_messages(q, send_);
+        send_counts_[r] = send_.size() - at;
+      }
     } catch (...) {
       fail();
     }
     mine[1] = failed_.load() ? 1 : 0;
+    sent_bytes_ += send_.size();
+    max_sent_bytes_ = std::max<std::uint64_t>(max_sent_bytes_, send_.size());
     std::vector<std::uint64_t> every;
-    ranks_->exchange(send, recv_, mine, every);  // every rank calls it, failed or not
+    ranks_->exchange(send_, send_counts_, recv_, recv_counts_, mine, every);  // every rank, failed or not
     ctl_[0] = ctl_[1] = ctl_[2] = 0;
     ctl_[3] = kNever;
     for (std::uint32_t r = 0; r < nranks_; ++r) {
@@ -566,15 +577,13 @@ class Runner {
     }
     ctl_fresh_ = true;
     try {
-      for (std::uint32_t r = 0; r < nranks_; ++r) {
-        const std::span<const std::uint8_t> all(recv_[r]);
-        for (std::size_t at = 0; at < all.size();) {
-          const Fabric::Packed rec = Fabric::packed_record(all.subspan(at));
-          if (rec.to >= parts_ || nets_[rec.to] == nullptr)
-            throw std::runtime_error("run: packets for a partition of another rank");
-          incoming_[rec.to].push_back(Incoming{rec.from, all.subspan(at, rec.size)});
-          at += rec.size;
-        }
+      const std::span<const std::uint8_t> all(recv_);
+      for (std::size_t at = 0; at < all.size();) {
+        const Fabric::Packed rec = Fabric::packed_record(all.subspan(at));
+        if (rec.to >= parts_ || nets_[rec.to] == nullptr)
+          throw std::runtime_error("run: packets for a partition of another rank");
+        incoming_[rec.to].push_back(Incoming{rec.from, all.subspan(at, rec.size)});
+        at += rec.size;
       }
       for (const std::uint32_t p : local_)
         std::stable_sort(incoming_[p].begin(), incoming_[p].end(),
@@ -640,7 +649,9 @@ class Runner {
   std::vector<std::unique_ptr<Fabric>> owned_;
   std::vector<Fabric*> nets_;  ///< per partition; nullptr: another rank's
   std::vector<std::vector<Incoming>> incoming_;
-  std::vector<std::vector<std::uint8_t>> recv_;  ///< what the other ranks sent this window
+  /// This window's bytes to the other ranks (by rank) and from them (all of them, by rank).
+  std::vector<std::uint8_t> send_, recv_;
+  std::vector<std::uint64_t> send_counts_, recv_counts_;
   std::optional<Hosts> hosts_;
   std::vector<std::uint32_t> parts_done_, parts_arrived_;
   std::vector<std::uint32_t> remaining_;  ///< per partition: its sources' connections not completed
@@ -653,6 +664,7 @@ class Runner {
   /// last exchange (fresh until next_window() reads them).
   std::uint64_t ctl_[4] = {};
   bool ctl_fresh_ = false;
+  std::uint64_t sent_bytes_ = 0, max_sent_bytes_ = 0;  ///< to other ranks: in all, in one window
   bool other_failed_ = false;
   std::atomic<bool> stop_{false}, failed_{false};
   std::vector<std::uint64_t> window_cpu_ns_;  ///< per thread, this window (written by that thread)

@@ -149,6 +149,9 @@ struct RunResult {
   std::uint32_t ranks = 1;
   std::vector<long> rank_rss_kb;
   std::uint64_t windows = 0;  ///< windows the run went through (a parallel run's synchronisations)
+  /// Distributed: bytes the ranks sent each other (packed messages), in all and at most by one rank
+  /// in one window.
+  std::uint64_t rank_bytes = 0, rank_window_bytes = 0;
 };
 
 /// Nearest-rank percentile of a sorted vector (q in [0, 1]).

@@ -37,17 +37,23 @@ class ThreadRanks final : public Ranks {
   void max(std::span<std::uint64_t> v) override {
     reduce(v, [](std::uint64_t a, std::uint64_t b) { return std::max(a, b); });
   }
-  void exchange(const std::vector<std::vector<std::uint8_t>>& send,
-                std::vector<std::vector<std::uint8_t>>& recv, std::span<const std::uint64_t> mine,
-                std::vector<std::uint64_t>& every) override {
-    for (std::uint32_t r = 0; r < hub_.size; ++r)
-      if (r != rank_) hub_.mail[rank_][r] = send[r];
+  void exchange(std::span<const std::uint8_t> send, std::span<const std::uint64_t> send_counts,
+                std::vector<std::uint8_t>& recv, std::vector<std::uint64_t>& recv_counts,
+                std::span<const std::uint64_t> mine, std::vector<std::uint64_t>& every) override {
+    std::size_t at = 0;
+    for (std::uint32_t r = 0; r < hub_.size; ++r) {
+      hub_.mail[rank_][r].assign(send.begin() + static_cast<std::ptrdiff_t>(at),
+                                 send.begin() + static_cast<std::ptrdiff_t>(at + send_counts[r]));
+      at += send_counts[r];
+    }
     hub_.vals[rank_].assign(mine.begin(), mine.end());
     hub_.meet.arrive_and_wait();
-    recv.assign(hub_.size, {});
+    recv.clear();
+    recv_counts.assign(hub_.size, 0);
     every.clear();
     for (std::uint32_t r = 0; r < hub_.size; ++r) {
-      if (r != rank_) recv[r] = hub_.mail[r][rank_];
+      recv.insert(recv.end(), hub_.mail[r][rank_].begin(), hub_.mail[r][rank_].end());
+      recv_counts[r] = hub_.mail[r][rank_].size();
       every.insert(every.end(), hub_.vals[r].begin(), hub_.vals[r].end());
     }
     hub_.meet.arrive_and_wait();

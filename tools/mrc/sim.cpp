@@ -384,6 +384,8 @@ int run_scenario(Scenario& sc) {
         nlohmann::json rss = nlohmann::json::array();
         for (const long kb : rs[i].rank_rss_kb) rss.push_back(static_cast<double>(kb) / 1024.0);
         j["run"]["rank_peak_rss_mb"] = rss;
+        j["run"]["rank_bytes"] = rs[i].rank_bytes;
+        j["run"]["rank_window_bytes_max"] = rs[i].rank_window_bytes;
       }
       if (!g_opt.stable && rs[i].qps > 0)
         j["qp_memory"] = {{"qps", rs[i].qps},
