@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <span>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -123,6 +125,29 @@ TEST(SimPartition, DependentStartsWhereItsDependencyArrives) {
   const std::vector<std::uint32_t> part = partition_nodes(t, m, 2);
   EXPECT_EQ(part[9], part[14]);
   EXPECT_NE(part[0], part[15]);  // the rest still splits
+}
+
+// A partition's outbox for another process: nothing when it sent nothing, and a record is read
+// only whole (a short buffer is refused, not read past).
+TEST(SimPartition, PackedRecords) {
+  const Topology t = fat4();
+  const std::vector<std::uint32_t> part = partition_nodes(t, make_permutation(16, 1000, 1), 2);
+  Fabric a(t, FabricConfig{});
+  a.set_partition(part, 0, 2);
+  std::vector<std::uint8_t> buf;
+  a.pack_messages(1, buf);
+  EXPECT_TRUE(buf.empty());
+  const std::uint32_t head[4] = {0, 1, 0, 5};  // from 0 to 1, no messages, 5 bytes
+  std::vector<std::uint8_t> rec(sizeof head + 5, 0);
+  std::memcpy(rec.data(), head, sizeof head);
+  const Fabric::Packed r = Fabric::packed_record(rec);
+  EXPECT_EQ(r.from, 0u);
+  EXPECT_EQ(r.to, 1u);
+  EXPECT_EQ(r.size, rec.size());
+  EXPECT_THROW(Fabric::packed_record(std::span<const std::uint8_t>(rec).first(rec.size() - 1)),
+               std::runtime_error);
+  EXPECT_THROW(Fabric::packed_record(std::span<const std::uint8_t>(rec).first(3)), std::runtime_error);
+  EXPECT_THROW(a.take_packed(rec), std::runtime_error);  // addressed to partition 1, not to us
 }
 
 TEST(SimParallel, PermutationWithFaultsAndReconvergence) {
