@@ -2,7 +2,8 @@
 // TOML file (schema: scenarios/README.md): one run per [[variants]] entry (MRC, RoCE, ...) on the
 // same topology, workload and faults, printed as one comparison table (or JSON / CSV). Without a
 // scenario it runs a built-in default (perm-128, k=8 fat tree): MRC spraying over 128 EVs, MRC on a
-// single EV (flow ECMP) and RoCEv2 + PFC.
+// single EV (flow ECMP) and RoCEv2 + PFC. Started by mpirun (built with MPI), the processes run one
+// distributed simulation and rank 0 prints it (docs/cli.md).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -458,7 +459,8 @@ CLI::App* add_sim_command(CLI::App& app) {
                 "byte-identical to one thread)")
       ->check(uint_range(1, 256));
   c->add_option("--partitions", g_opt.partitions,
-                "split the network into this many partitions (default: one per thread; more than threads: "
+                "split the network into this many partitions (default: one per thread, of every rank under "
+                "mpirun; more than threads: "
                 "each thread runs several in turn; results are the same)")
       ->check(uint_range(1, 256));
   return c;
