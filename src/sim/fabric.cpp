@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "sim/node_timer.hpp"
 #include "sim/roce.hpp"
@@ -689,6 +690,13 @@ Time Fabric::next_event_ps() {
   return events_.empty() ? kNever : events_.top().time;
 }
 
+Time Fabric::next_message_ps() const {
+  Time t = kNever;
+  for (const auto& box : out_)
+    for (const Msg& m : box) t = std::min(t, m.time);
+  return t;
+}
+
 // The packet leaves this partition: a copy with its bytes goes to the outbox of the partition of
 // the link's far end, which queues it on its copy of the link when it takes its messages.
 void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
@@ -708,43 +716,91 @@ void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
   free_packet(idx);
 }
 
+void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
+  if (m.kind != kArrive) {
+    events_.push_keyed(m.time, m.kind, m.port, m.key);
+    return;
+  }
+  const std::uint32_t idx = alloc_packet();
+  Packet& p = pool_[idx];
+  p = m.pkt;
+  const std::uint8_t* b = bytes + m.bytes_at;
+  if (cfg_.carry_payload) {
+    if (buf_cap_[idx] < p.len) {
+      buf_cap_[idx] = std::max(p.len, kMinBuffer);
+      bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
+    }
+    std::memcpy(bufs_[idx].get(), b, p.len);
+  } else {
+    std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
+  }
+  p.next = kNone;
+  Port& pt = ports_[m.port];
+  if (pt.wire_tail == kNone) {
+    pt.wire_head = idx;
+    pt.head_out = p.out;
+    events_.push_keyed(p.arrive_ps, kArrive, m.port, m.key);
+  } else {
+    Packet& tail = pool_[pt.wire_tail];
+    tail.next = idx;
+    tail.next_arrive_ps = p.arrive_ps;
+    tail.next_out = p.out;
+  }
+  pt.wire_tail = idx;
+}
+
 void Fabric::take_messages(Fabric& from) {
   std::vector<Msg>& box = from.out_[self_];
-  const std::vector<std::uint8_t>& bytes = from.out_bytes_[self_];
-  for (const Msg& m : box) {
-    if (m.kind != kArrive) {
-      events_.push_keyed(m.time, m.kind, m.port, m.key);
-      continue;
-    }
-    const std::uint32_t idx = alloc_packet();
-    Packet& p = pool_[idx];
-    p = m.pkt;
-    const std::uint8_t* b = bytes.data() + m.bytes_at;
-    if (cfg_.carry_payload) {
-      if (buf_cap_[idx] < p.len) {
-        buf_cap_[idx] = std::max(p.len, kMinBuffer);
-        bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
-      }
-      std::memcpy(bufs_[idx].get(), b, p.len);
-    } else {
-      std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
-    }
-    p.next = kNone;
-    Port& pt = ports_[m.port];
-    if (pt.wire_tail == kNone) {
-      pt.wire_head = idx;
-      pt.head_out = p.out;
-      events_.push_keyed(p.arrive_ps, kArrive, m.port, m.key);
-    } else {
-      Packet& tail = pool_[pt.wire_tail];
-      tail.next = idx;
-      tail.next_arrive_ps = p.arrive_ps;
-      tail.next_out = p.out;
-    }
-    pt.wire_tail = idx;
-  }
+  const std::uint8_t* bytes = from.out_bytes_[self_].data();
+  for (const Msg& m : box) take_message(m, bytes);
   box.clear();
   from.out_bytes_[self_].clear();
+}
+
+// A packed outbox: four u32 (from, to, messages, bytes), the Msg records as they are in memory (the
+// same executable reads them: every rank runs the same binary), then the packets' bytes.
+namespace {
+constexpr std::size_t kPackedHeader = 4 * sizeof(std::uint32_t);
+}
+
+void Fabric::pack_messages(std::uint32_t to, std::vector<std::uint8_t>& out) {
+  static_assert(std::is_trivially_copyable_v<Msg>);
+  std::vector<Msg>& box = out_[to];
+  std::vector<std::uint8_t>& bytes = out_bytes_[to];
+  if (box.empty()) return;
+  const std::uint32_t head[4] = {self_, to, static_cast<std::uint32_t>(box.size()),
+                                 static_cast<std::uint32_t>(bytes.size())};
+  const std::size_t at = out.size();
+  out.resize(at + kPackedHeader + box.size() * sizeof(Msg) + bytes.size());
+  std::uint8_t* o = out.data() + at;
+  std::memcpy(o, head, kPackedHeader);
+  if (!box.empty()) std::memcpy(o + kPackedHeader, box.data(), box.size() * sizeof(Msg));
+  if (!bytes.empty()) std::memcpy(o + kPackedHeader + box.size() * sizeof(Msg), bytes.data(), bytes.size());
+  box.clear();
+  bytes.clear();
+}
+
+Fabric::Packed Fabric::packed_record(std::span<const std::uint8_t> in) {
+  std::uint32_t head[4];
+  if (in.size() < kPackedHeader) throw std::runtime_error("fabric: truncated packed messages");
+  std::memcpy(head, in.data(), kPackedHeader);
+  const std::size_t size = kPackedHeader + std::size_t{head[2]} * sizeof(Msg) + head[3];
+  if (in.size() < size) throw std::runtime_error("fabric: truncated packed messages");
+  return Packed{head[0], head[1], size};
+}
+
+void Fabric::take_packed(std::span<const std::uint8_t> record) {
+  const Packed r = packed_record(record);
+  if (r.to != self_) throw std::runtime_error("fabric: packed messages for another partition");
+  std::uint32_t head[4];
+  std::memcpy(head, record.data(), kPackedHeader);
+  const std::uint8_t* msgs = record.data() + kPackedHeader;
+  const std::uint8_t* bytes = msgs + std::size_t{head[2]} * sizeof(Msg);
+  for (std::uint32_t i = 0; i < head[2]; ++i) {
+    Msg m;
+    std::memcpy(static_cast<void*>(&m), msgs + i * sizeof(Msg), sizeof(Msg));
+    take_message(m, bytes);
+  }
 }
 
 bool Fabric::idle() const {

@@ -196,6 +196,21 @@ class Fabric {
   void take_messages(Fabric& from);
   /// Time (ps) of the earliest queued event, kNever if none.
   Time next_event_ps();
+  /// Time (ps) of the earliest message in our outboxes (what another partition will queue when it
+  /// takes them), kNever if none.
+  Time next_message_ps() const;
+  /// Partitions in other processes (sim/ranks.hpp): pack_messages appends what we sent partition
+  /// `to` during the last window to `out` as one record (nothing if it sent nothing) and empties
+  /// that outbox; packed_record
+  /// reads a record's sender, receiver and size (throws std::runtime_error if `in` is shorter);
+  /// take_packed does what take_messages does with a record addressed to us.
+  struct Packed {
+    std::uint32_t from = 0, to = 0;
+    std::size_t size = 0;
+  };
+  void pack_messages(std::uint32_t to, std::vector<std::uint8_t>& out);
+  static Packed packed_record(std::span<const std::uint8_t> in);
+  void take_packed(std::span<const std::uint8_t> record);
 
   // --- faults -----------------------------------------------------------------------------------
   /// Schedules a link fault (at >= now); throws std::invalid_argument on a bad link id or value.
@@ -307,6 +322,8 @@ class Fabric {
   void push_pfc(Time at_ps, Kind kind, std::uint32_t port);
   /// start_tx onto a link to another partition: the packet goes to that partition's outbox.
   void send_remote(std::uint32_t port, std::uint32_t idx);
+  /// Queues one message from another partition (its packet's bytes at bytes + m.bytes_at).
+  void take_message(const Msg& m, const std::uint8_t* bytes);
 
   Topology topo_;
   FabricConfig cfg_;

@@ -4,6 +4,12 @@
 // A run numbers its QPs k = pair * qps_per_peer + q (q = the QP's index among its pair's); each
 // transport keeps the QPNs of both ends of QP k. Every call is per QP, connection part or
 // completion, never per packet: the Fabric moves the packets and calls the NICs itself.
+//
+// Distributed runs (RunConfig::ranks, D55): a process holds the NICs of its own partitions' hosts
+// only (HostSetup::nets has nullptr for the others): create() makes the ends of a QP that are
+// local, share() tells every rank the QPNs (and MRC memory keys) the others made, connect() then
+// connects the local ends. Calls about a QP end that is not local do nothing (bytes_placed: 0;
+// add_counters adds the local ends only, so the ranks' counters add up to the run's).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,6 +18,7 @@
 
 #include "engine/endpoint.hpp"
 #include "sim/fabric.hpp"
+#include "sim/ranks.hpp"
 #include "sim/roce.hpp"
 #include "sim/run.hpp"
 #include "sim/topology.hpp"
@@ -23,7 +30,7 @@ struct HostSetup {
   const Topology& topo;
   const RunConfig& cfg;
   /// The partitions of the run (one unless it is parallel) and each node's (host h attaches to
-  /// *nets[part_of_node[h]]).
+  /// *nets[part_of_node[h]]; nullptr: a partition of another rank).
   const std::vector<Fabric*>& nets;
   const std::vector<std::uint32_t>& part_of_node;
   Duration base_rtt = 0;
@@ -46,9 +53,12 @@ class MrcHosts {
   static std::uint32_t ack_wire(const RunConfig& cfg);
 
   explicit MrcHosts(const HostSetup& s);
-  /// Creates and connects QP k from host `src` to host `dst` (q: its index among the pair's QPs).
-  void connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q, std::uint32_t sq_psn,
-               std::uint32_t rq_psn);
+  /// Creates QP k from host `src` to host `dst` (q: its index among the pair's QPs), local ends.
+  void create(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q);
+  /// Distributed: every rank learns the QPNs and memory keys of the others' ends (collective).
+  void share();
+  /// Connects QP k's local ends (after create() of every QP and share()).
+  void connect(std::size_t k, std::uint32_t sq_psn, std::uint32_t rq_psn);
   /// A completion of `host`, if it has one. Once it has none, its events (EV transitions, port
   /// status) are dropped: a run reports none, and undrained they would pile up to
   /// Tunables::max_events per host.
@@ -70,13 +80,15 @@ class MrcHosts {
   /// tx_ack, NAKs in tx_nack) and CNPs (RoCE) to `cnp`.
   void add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const;
   /// Bytes held per QP: after connecting (idle), at the end (senders and the others).
+  /// Distributed: collective (sums over ranks).
   void qp_memory_idle(RunResult& r) const;
   void qp_memory_end(RunResult& r) const;
 
  private:
   const engine::Endpoint& ep(std::uint32_t h) const { return *eps_[h]; }
 
-  std::vector<std::unique_ptr<engine::Endpoint>> eps_;
+  Ranks* ranks_ = nullptr;
+  std::vector<std::unique_ptr<engine::Endpoint>> eps_;  ///< nullptr: another rank's host
   std::vector<QpEnds> qps_;
   engine::QpConfig qc_;
   std::uint64_t seed_ = 1;  ///< the run's seed (QP k's engine seed derives from it)
@@ -87,6 +99,8 @@ class MrcHosts {
   std::vector<std::vector<std::uint8_t>> dst_bufs_;
   std::vector<std::uint32_t> part_;  ///< per host
   std::vector<const engine::MemoryRegion*> src_mr_, dst_mr_;
+  /// Per host: address and rkey of its sink buffer (distributed: those of the rank that has it).
+  std::vector<std::uint64_t> dst_addr_, dst_rkey_;
 };
 
 /// RoCEv2 RC: one RoceNic per host; QP q of a pair is bound to NIC port (q + dst) % planes. WRITEs
@@ -97,8 +111,9 @@ class RoceHosts {
   static std::uint32_t ack_wire(const RunConfig& cfg);
 
   explicit RoceHosts(const HostSetup& s);
-  void connect(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q, std::uint32_t sq_psn,
-               std::uint32_t rq_psn);
+  void create(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q);
+  void share();
+  void connect(std::size_t k, std::uint32_t sq_psn, std::uint32_t rq_psn);
   bool poll_completion(std::uint32_t host, engine::Completion& c) { return nics_[host]->poll_completion(c); }
   void post_recv(std::size_t, std::uint64_t) {}  // RoCE WRITEs need no receive (the NIC completes them)
   void post(std::size_t k, engine::SendWr wr, Time now);
@@ -109,7 +124,8 @@ class RoceHosts {
 
  private:
   std::uint32_t planes_;
-  std::vector<std::unique_ptr<RoceNic>> nics_;
+  Ranks* ranks_ = nullptr;
+  std::vector<std::unique_ptr<RoceNic>> nics_;  ///< nullptr: another rank's host
   std::vector<QpEnds> qps_;
 };
 

@@ -8,12 +8,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include "sim/hosts.hpp"
@@ -135,11 +138,22 @@ void flow_statistics(RunResult& r) {
 
 /// Counters per pair (a connection reports its pair's sender QPs) and totals over the pairs.
 template <class Hosts>
-void collect_counters(const Hosts& hosts, const Pairs& pairs, std::uint32_t nq, RunResult& r) {
+void collect_counters(const Hosts& hosts, const Pairs& pairs, std::uint32_t nq, Ranks* ranks, RunResult& r) {
   std::vector<engine::QpCounters> pair_ctr(pairs.ends.size());
+  for (std::size_t pi = 0; pi < pairs.ends.size(); ++pi)
+    for (std::uint32_t q = 0; q < nq; ++q) hosts.add_counters(pi * nq + q, pair_ctr[pi], r.tx_cnp);
+  if (ranks != nullptr) {  // each rank counted the QP ends it holds
+    static_assert(std::is_trivially_copyable_v<engine::QpCounters> &&
+                  sizeof(engine::QpCounters) % sizeof(std::uint64_t) == 0);
+    std::vector<std::uint64_t> v(pair_ctr.size() * (sizeof(engine::QpCounters) / sizeof(std::uint64_t)));
+    if (!v.empty()) std::memcpy(v.data(), pair_ctr.data(), v.size() * sizeof(std::uint64_t));
+    ranks->sum(v);
+    if (!v.empty())
+      std::memcpy(static_cast<void*>(pair_ctr.data()), v.data(), v.size() * sizeof(std::uint64_t));
+    ranks->sum(std::span<std::uint64_t>(&r.tx_cnp, 1));
+  }
   for (std::size_t pi = 0; pi < pairs.ends.size(); ++pi) {
     engine::QpCounters& pc = pair_ctr[pi];
-    for (std::uint32_t q = 0; q < nq; ++q) hosts.add_counters(pi * nq + q, pc, r.tx_cnp);
     r.tx_data += pc.tx_data;
     r.tx_rtx += pc.tx_rtx;
     r.timeouts += pc.timeouts;
@@ -156,8 +170,46 @@ void collect_counters(const Hosts& hosts, const Pairs& pairs, std::uint32_t nq, 
   for (std::size_t i = 0; i < r.flows.size(); ++i) r.flows[i].qp = pair_ctr[pairs.of_conn[i]];
 }
 
+/// Distributed: every rank wrote the fields of the flows whose ends it holds (the source: posted,
+/// finish, ok, bytes_failed; the destination: arrived); the others keep the defaults.
+void merge_flows(Ranks& ranks, std::vector<FlowResult>& flows) {
+  const std::size_t n = flows.size();
+  std::vector<std::uint64_t> lo(3 * n), add(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    lo[3 * i] = flows[i].posted;
+    lo[3 * i + 1] = flows[i].finish;
+    lo[3 * i + 2] = flows[i].arrived;
+    add[2 * i] = flows[i].bytes_failed;
+    add[2 * i + 1] = flows[i].ok ? 1 : 0;
+  }
+  ranks.min(lo);
+  ranks.sum(add);
+  for (std::size_t i = 0; i < n; ++i) {
+    flows[i].posted = lo[3 * i];
+    flows[i].finish = lo[3 * i + 1];
+    flows[i].arrived = lo[3 * i + 2];
+    flows[i].bytes_failed = add[2 * i];
+    flows[i].ok = add[2 * i + 1] != 0;
+  }
+}
+
+/// Distributed: the sum of every rank's partitions' statistics (peaks: the largest).
+void reduce_stats(Ranks& ranks, FabricStats& st) {
+  std::vector<std::uint64_t> v = {st.events,     st.sent,   st.delivered,  st.hops,          st.trimmed,
+                                  st.ecn_marked, st.bad_tx, st.pfc_pauses, st.reconvergences};
+  for (const std::uint64_t d : st.drops) v.push_back(d);
+  ranks.sum(v);
+  std::size_t i = 0;
+  for (std::uint64_t* f : {&st.events, &st.sent, &st.delivered, &st.hops, &st.trimmed, &st.ecn_marked,
+                           &st.bad_tx, &st.pfc_pauses, &st.reconvergences})
+    *f = v[i++];
+  for (std::uint64_t& d : st.drops) d = v[i++];
+  ranks.max(std::span<std::uint64_t>(&st.peak_data_bytes, 1));
+}
+
 /// One run for one host transport (MrcHosts or RoceHosts): set up in the constructor, then run().
-/// With several partitions, each is one Fabric; partition p's events run on thread p % threads.
+/// With several partitions, each is one Fabric; this rank's partitions (all of them unless the run
+/// is distributed: p % ranks == rank) are numbered in order, the i-th runs on thread i % threads.
 template <class Hosts>
 class Runner {
  public:
@@ -168,21 +220,32 @@ class Runner {
         nq_(cfg.qps_per_peer),
         pairs_(pair_up(m)),
         deps_(dependents(m)) {
+    if (cfg.ranks != nullptr && cfg.ranks->size() > 1) {
+      ranks_ = cfg.ranks;
+      nranks_ = ranks_->size();
+      rank_ = ranks_->rank();
+    }
     window_ = lookahead_ps(topo);
     threads_ = std::max<std::uint32_t>(1, cfg.threads);
-    parts_ = cfg.partitions > 0 ? cfg.partitions : threads_;
+    parts_ = cfg.partitions > 0 ? cfg.partitions : threads_ * nranks_;
+    if (parts_ < nranks_)
+      throw std::invalid_argument("run: " + std::to_string(nranks_) +
+                                  " ranks need at least as many partitions");
     if (window_ == 0) {
       if (parts_ > 1) throw std::invalid_argument("run: a parallel run needs every link latency > 0");
       window_ = 1'000'000;  // 1 us: only how often the runner looks at the run
     }
-    threads_ = std::min(threads_, parts_);
+    for (std::uint32_t p = rank_; p < parts_; p += nranks_) local_.push_back(p);
+    threads_ = std::min(threads_, static_cast<std::uint32_t>(local_.size()));
     window_cpu_ns_.assign(threads_, 0);
     part_of_node_ = partition_nodes(topo, m, parts_);
-    for (std::uint32_t p = 0; p < parts_; ++p) {
+    nets_.assign(parts_, nullptr);
+    for (const std::uint32_t p : local_) {
       owned_.push_back(std::make_unique<Fabric>(topo, cfg.fabric));
-      nets_.push_back(owned_.back().get());
-      if (parts_ > 1) nets_.back()->set_partition(part_of_node_, p, parts_);
+      nets_[p] = owned_.back().get();
+      if (parts_ > 1) nets_[p]->set_partition(part_of_node_, p, parts_);
     }
+    incoming_.resize(parts_);
     r_.mtu_wire = Hosts::mtu_wire(cfg);
     r_.ack_wire = Hosts::ack_wire(cfg);
     r_.base_rtt = base_rtt(topo, r_.mtu_wire, r_.ack_wire);
@@ -190,19 +253,19 @@ class Runner {
     r_.nscc = cc::NsccConfig::derive(static_cast<std::uint64_t>(rate) * topo.planes,
                                      static_cast<std::uint32_t>(r_.base_rtt), r_.mtu_wire,
                                      cfg.fabric.queue.trimming);
-    for (Fabric* net : nets_)
+    for (Fabric* net : owned_nets())
       for (const LinkFault& f : cfg.faults) net->schedule_fault(f);
     HostSetup setup{topo, cfg, nets_, part_of_node_, r_.base_rtt, r_.nscc, 1, pairs_.max_load};
     for (const auto& c : m.conns) setup.max_part = std::max(setup.max_part, (c.bytes + nq_ - 1) / nq_);
     hosts_.emplace(setup);
-    for (std::size_t pi = 0; pi < pairs_.ends.size(); ++pi) {
-      const auto [s, d] = pairs_.ends[pi];
-      for (std::uint32_t q = 0; q < nq_; ++q) {
-        const std::size_t k = pi * nq_ + q;
-        hosts_->connect(k, s, d, q, static_cast<std::uint32_t>(k * 7 + 1) & 0xFFFFFF,
-                        static_cast<std::uint32_t>(k * 13 + 5) & 0xFFFFFF);
-      }
-    }
+    // All QPs are made before any is connected, then each rank learns the QPNs the others made.
+    for (std::size_t pi = 0; pi < pairs_.ends.size(); ++pi)
+      for (std::uint32_t q = 0; q < nq_; ++q)
+        hosts_->create(pi * nq_ + q, pairs_.ends[pi].first, pairs_.ends[pi].second, q);
+    hosts_->share();
+    for (std::size_t k = 0; k < pairs_.ends.size() * nq_; ++k)
+      hosts_->connect(k, static_cast<std::uint32_t>(k * 7 + 1) & 0xFFFFFF,
+                      static_cast<std::uint32_t>(k * 13 + 5) & 0xFFFFFF);
     hosts_->qp_memory_idle(r_);
     for (std::uint32_t i = 0; i < m.conns.size(); ++i)
       for (std::uint32_t q = 0; q < nq_; ++q)
@@ -214,7 +277,7 @@ class Runner {
     parts_arrived_.assign(m.conns.size(), 0);
     remaining_.assign(parts_, 0);
     for (const ConnSpec& c : m.conns) ++remaining_[part_of_node_[c.src]];
-    for (std::uint32_t p = 0; p < parts_; ++p) {
+    for (const std::uint32_t p : local_) {
       Fabric& net = *nets_[p];
       net.set_activity_hook([this, p](std::uint32_t h) {
         engine::Completion c;
@@ -222,9 +285,11 @@ class Runner {
       });
       net.set_call_hook([this](std::uint32_t i) { post(i); });
     }
-    for (std::uint32_t i = 0; i < m.conns.size(); ++i)
-      if (m.conns[i].after == ConnSpec::kNoDep)
-        nets_[part_of_node_[m.conns[i].src]]->schedule_call(m.conns[i].start * 1000, i);
+    for (std::uint32_t i = 0; i < m.conns.size(); ++i) {
+      Fabric* net = nets_[part_of_node_[m.conns[i].src]];
+      if (m.conns[i].after == ConnSpec::kNoDep && net != nullptr)
+        net->schedule_call(m.conns[i].start * 1000, i);
+    }
 
     r_.sample_interval = cfg.sample_interval;
     next_sample_ps_ = cfg.sample_interval > 0 ? cfg.sample_interval * 1000 : kNever;
@@ -241,13 +306,17 @@ class Runner {
     prog_.flows = static_cast<std::uint32_t>(m.conns.size());
     for (const ConnSpec& c : m.conns) prog_.bytes += c.bytes;
     stop_ps_ = cfg.limit >= kNever / 1000 ? kNever : cfg.limit * 1000 + 1000;
+    // Progress reports are collective: made if any rank wants them (the tool asks on rank 0 only).
+    std::uint64_t want = cfg.progress ? 1 : 0;
+    if (ranks_ != nullptr) ranks_->max(std::span<std::uint64_t>(&want, 1));
+    want_progress_ = want != 0;
   }
 
   RunResult run() {
     loop();
-    if (cfg_.progress) report(true);
+    if (want_progress_) report(true);
     r_.end = 0;
-    for (Fabric* net : nets_) {
+    for (Fabric* net : owned_nets()) {
       r_.end = std::max(r_.end, net->now());
       merge_stats(r_.net, net->stats());
       r_.pool_packets += net->pool_size();
@@ -255,20 +324,49 @@ class Runner {
     account_window();
     r_.threads = threads_;
     r_.partitions = parts_;
-    r_.work_s = static_cast<double>(work_ns_) * 1e-9;
-    r_.span_s = static_cast<double>(span_ns_) * 1e-9;
-    collect_counters(*hosts_, pairs_, nq_, r_);
+    r_.ranks = nranks_;
+    std::uint64_t work = work_ns_, span = span_ns_, pool = r_.pool_packets;
+    if (ranks_ != nullptr) {
+      ranks_->max(std::span<std::uint64_t>(&r_.end, 1));
+      reduce_stats(*ranks_, r_.net);
+      ranks_->sum(std::span<std::uint64_t>(&work, 1));
+      ranks_->max(std::span<std::uint64_t>(&span, 1));
+      ranks_->sum(std::span<std::uint64_t>(&pool, 1));
+      r_.pool_packets = pool;
+      ranks_->sum(std::span<std::uint64_t>(&sent_bytes_, 1));
+      ranks_->max(std::span<std::uint64_t>(&max_sent_bytes_, 1));
+      r_.rank_bytes = sent_bytes_;
+      r_.rank_window_bytes = max_sent_bytes_;
+      merge_flows(*ranks_, r_.flows);
+    }
+    r_.work_s = static_cast<double>(work) * 1e-9;
+    r_.span_s = static_cast<double>(span) * 1e-9;
+    collect_counters(*hosts_, pairs_, nq_, ranks_, r_);
     hosts_->qp_memory_end(r_);
     flow_statistics(r_);
-    r_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    r_.events_per_s = r_.wall_s > 0 ? static_cast<double>(r_.net.events) / r_.wall_s : 0;
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     r_.peak_rss_kb = ru.ru_maxrss;
+    if (ranks_ != nullptr) {
+      std::vector<std::uint64_t> rss(nranks_, 0);
+      rss[rank_] = static_cast<std::uint64_t>(ru.ru_maxrss);
+      ranks_->sum(rss);
+      r_.rank_rss_kb.assign(rss.begin(), rss.end());
+      r_.peak_rss_kb = *std::max_element(r_.rank_rss_kb.begin(), r_.rank_rss_kb.end());
+    }
+    r_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    r_.events_per_s = r_.wall_s > 0 ? static_cast<double>(r_.net.events) / r_.wall_s : 0;
     return std::move(r_);
   }
 
  private:
+  /// This rank's Fabrics.
+  std::vector<Fabric*> owned_nets() const {
+    std::vector<Fabric*> v;
+    for (const auto& f : owned_) v.push_back(f.get());
+    return v;
+  }
+
   // Part q of connection i: its bytes split evenly, the remainder on the first parts.
   std::uint64_t part_bytes(std::uint32_t i, std::uint64_t q) const {
     const std::uint64_t b = m_.conns[i].bytes;
@@ -317,33 +415,45 @@ class Runner {
     net.kick(src);
   }
 
+  /// Bytes placed at the receivers of pair pi that this rank holds.
   std::uint64_t pair_placed(std::uint32_t pi) const {
     std::uint64_t b = 0;
     for (std::uint32_t q = 0; q < nq_; ++q) b += hosts_->bytes_placed(static_cast<std::size_t>(pi) * nq_ + q);
     return b;
   }
 
-  std::uint64_t events() const {
+  /// Connections not completed whose sources this rank holds.
+  std::uint64_t local_remaining() const {
     std::uint64_t n = 0;
-    for (const Fabric* net : nets_) n += net->stats().events;
+    for (const std::uint32_t p : local_) n += remaining_[p];
     return n;
   }
 
-  void report(bool last) {
-    prog_.now = 0;
-    for (const Fabric* net : nets_) prog_.now = std::max(prog_.now, net->now());
-    prog_.events = events();
-    std::uint32_t left = 0;
-    for (const std::uint32_t r : remaining_) left += r;
-    prog_.flows_done = prog_.flows - left;
-    prog_.bytes_done = 0;
-    for (std::uint32_t pi = 0; pi < pairs_.ends.size(); ++pi) prog_.bytes_done += pair_placed(pi);
-    prog_.last = last;
-    cfg_.progress(prog_);
+  std::uint64_t local_events() const {
+    std::uint64_t n = 0;
+    for (const Fabric* net : owned_nets()) n += net->stats().events;
+    return n;
   }
 
-  // Between windows, on the calling thread while the others wait: samples, progress, the end of the
-  // run; false = stop, else window_end_ is the end of the next window.
+  // Collective: the whole run's position (every rank's partitions), reported on the ranks that
+  // asked for it.
+  void report(bool last) {
+    std::uint64_t now = 0;
+    for (const Fabric* net : owned_nets()) now = std::max(now, net->now());
+    std::uint64_t v[3] = {local_events(), local_remaining(), 0};
+    for (std::uint32_t pi = 0; pi < pairs_.ends.size(); ++pi) v[2] += pair_placed(pi);
+    if (ranks_ != nullptr) {
+      ranks_->max(std::span<std::uint64_t>(&now, 1));
+      ranks_->sum(v);
+    }
+    prog_.now = now;
+    prog_.events = v[0];
+    prog_.flows_done = prog_.flows - static_cast<std::uint32_t>(v[1]);
+    prog_.bytes_done = v[2];
+    prog_.last = last;
+    if (cfg_.progress) cfg_.progress(prog_);
+  }
+
   // The last window's CPU time per thread into work_ns_ and span_ns_.
   void account_window() {
     std::uint64_t most = 0;
@@ -355,59 +465,145 @@ class Runner {
     span_ns_ += most;
   }
 
+  // Between windows, on the calling thread while the others wait: samples, progress, the end of the
+  // run; false = stop, else window_end_ is the end of the next window. Distributed: every decision
+  // is taken from values reduced over the ranks, so each rank takes the same.
   bool next_window() {
     account_window();
-    if (failed_.load()) return false;
-    if (std::all_of(remaining_.begin(), remaining_.end(), [](std::uint32_t r) { return r == 0; }))
-      return false;
+    std::uint64_t v[3] = {local_remaining(), failed_.load() ? 1u : 0u, local_events()};
     Time next = kNever;
-    for (Fabric* net : nets_) next = std::min(next, net->next_event_ps());
+    for (Fabric* net : owned_nets()) next = std::min(next, net->next_event_ps());
+    if (ranks_ != nullptr && ctl_fresh_) {  // reduced in the window's exchange
+      std::copy(ctl_, ctl_ + 3, v);
+      next = ctl_[3];
+      ctl_fresh_ = false;
+    } else if (ranks_ != nullptr) {  // the first window
+      ranks_->sum(v);
+      ranks_->min(std::span<std::uint64_t>(&next, 1));
+    }
+    if (v[1] != 0) {
+      if (!failed_.load()) other_failed_ = true;
+      return false;
+    }
+    if (v[0] == 0) return false;
     const Time start = std::max(t_, next);  // nothing happens before the next event
     while (next_sample_ps_ < stop_ps_ && next_sample_ps_ <= start) {
       std::uint64_t b = 0;
       for (const std::uint32_t pi : sampled_) b += pair_placed(pi);
+      if (ranks_ != nullptr) ranks_->sum(std::span<std::uint64_t>(&b, 1));
       r_.samples.push_back(b);
       next_sample_ps_ += cfg_.sample_interval * 1000;
     }
     if (start >= stop_ps_) return false;
-    if (cfg_.progress && events() >= next_progress_) {
+    if (want_progress_ && v[2] >= next_progress_) {
       report(false);
-      next_progress_ = events() + (1u << 16);
+      next_progress_ = v[2] + (1u << 16);
     }
     const Time end = start > kNever - window_ ? kNever : start + window_;
     t_ = window_end_ = std::min({end, stop_ps_, next_sample_ps_});
+    ++r_.windows;
     return true;
   }
 
   // A partition's share of a window on thread `tid`: phase 0 runs the events, phase 1 takes the
-  // messages the others sent it. An exception stops the run (rethrown by loop()).
+  // messages the others sent it (from this rank's partitions directly, from the others' through
+  // exchange()). An exception stops the run (rethrown by loop()).
   void work(std::uint32_t tid, int phase) {
     const std::uint64_t t0 = thread_cpu_ns();
     try {
-      for (std::uint32_t p = tid; p < parts_; p += threads_) {
+      for (std::size_t i = tid; i < local_.size(); i += threads_) {
+        const std::uint32_t p = local_[i];
         if (phase == 0) {
           nets_[p]->run_window(window_end_);
-        } else {
-          for (std::uint32_t q = 0; q < parts_; ++q)
-            if (q != p) nets_[p]->take_messages(*nets_[q]);
+          continue;
         }
+        std::size_t in = 0;
+        std::vector<Incoming>& from = incoming_[p];
+        for (std::uint32_t q = 0; q < parts_; ++q) {
+          if (q == p) continue;
+          if (nets_[q] != nullptr) {
+            nets_[p]->take_messages(*nets_[q]);
+            continue;
+          }
+          for (; in < from.size() && from[in].from == q; ++in) nets_[p]->take_packed(from[in].record);
+        }
+        from.clear();
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      if (!error_) error_ = std::current_exception();
-      failed_.store(true);
+      fail();
     }
     window_cpu_ns_[tid] += thread_cpu_ns() - t0;
   }
 
+  void fail() {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_) error_ = std::current_exception();
+    failed_.store(true);
+  }
+
+  // Distributed, on thread 0 between the phases: our partitions' outboxes for other ranks' go out,
+  // theirs for ours come in (incoming_, sorted by sender). The same round of messages carries what
+  // next_window() decides on (ctl_): connections left, failures, events, and the next event, which
+  // after the messages are taken is the earliest of the queues and of the messages sent (a
+  // message queued behind another on its link arrives after it).
+  void exchange() {
+    const std::uint64_t t0 = thread_cpu_ns();
+    std::uint64_t mine[4] = {local_remaining(), 0, local_events(), kNever};
+    for (Fabric* net : owned_nets())
+      mine[3] = std::min({mine[3], net->next_event_ps(), net->next_message_ps()});
+    send_.clear();
+    send_counts_.assign(nranks_, 0);
+    try {
+      for (std::uint32_t r = 0; r < nranks_; ++r) {
+        const std::size_t at = send_.size();
+        for (const std::uint32_t p : local_)
+          for (std::uint32_t q = r; q < parts_; q += nranks_)
+            if (nets_[q] == nullptr) nets_[p]->pack_messages(q, send_);
+        send_counts_[r] = send_.size() - at;
+      }
+    } catch (...) {
+      fail();
+    }
+    mine[1] = failed_.load() ? 1 : 0;
+    sent_bytes_ += send_.size();
+    max_sent_bytes_ = std::max<std::uint64_t>(max_sent_bytes_, send_.size());
+    std::vector<std::uint64_t> every;
+    ranks_->exchange(send_, send_counts_, recv_, recv_counts_, mine, every);  // every rank, failed or not
+    ctl_[0] = ctl_[1] = ctl_[2] = 0;
+    ctl_[3] = kNever;
+    for (std::uint32_t r = 0; r < nranks_; ++r) {
+      for (int i = 0; i < 3; ++i) ctl_[i] += every[4 * r + i];
+      ctl_[3] = std::min(ctl_[3], every[4 * r + 3]);
+    }
+    ctl_fresh_ = true;
+    try {
+      const std::span<const std::uint8_t> all(recv_);
+      for (std::size_t at = 0; at < all.size();) {
+        const Fabric::Packed rec = Fabric::packed_record(all.subspan(at));
+        if (rec.to >= parts_ || nets_[rec.to] == nullptr)
+          throw std::runtime_error("run: packets for a partition of another rank");
+        incoming_[rec.to].push_back(Incoming{rec.from, all.subspan(at, rec.size)});
+        at += rec.size;
+      }
+      for (const std::uint32_t p : local_)
+        std::stable_sort(incoming_[p].begin(), incoming_[p].end(),
+                         [](const Incoming& a, const Incoming& b) { return a.from < b.from; });
+    } catch (...) {
+      fail();
+    }
+    window_cpu_ns_[0] += thread_cpu_ns() - t0;
+  }
+
   void loop() {
     SpinBarrier barrier(threads_);
+    const bool cross = ranks_ != nullptr;
     auto worker = [&](std::uint32_t tid) {
       for (;;) {
         barrier.wait();  // the next window is set, or stop_
         if (stop_.load(std::memory_order_relaxed)) return;
         work(tid, 0);
         barrier.wait();
+        if (cross) barrier.wait();  // thread 0 exchanges with the other ranks
         work(tid, 1);
         barrier.wait();
       }
@@ -420,12 +616,23 @@ class Runner {
       if (stop_.load(std::memory_order_relaxed)) break;
       work(0, 0);
       barrier.wait();
+      if (cross) {
+        exchange();
+        barrier.wait();
+      }
       if (parts_ > 1) work(0, 1);
       barrier.wait();
     }
     for (std::thread& t : pool) t.join();
     if (error_) std::rethrow_exception(error_);
+    if (other_failed_) throw std::runtime_error("run: stopped because another rank failed");
   }
+
+  /// A record of packed messages from another rank's partition `from`.
+  struct Incoming {
+    std::uint32_t from = 0;
+    std::span<const std::uint8_t> record;
+  };
 
   const std::chrono::steady_clock::time_point t0_;
   const ConnMatrix& m_;
@@ -434,10 +641,17 @@ class Runner {
   RunResult r_;
   const Pairs pairs_;
   const Dependents deps_;
+  Ranks* ranks_ = nullptr;  ///< nullptr unless the run is distributed over several ranks
+  std::uint32_t nranks_ = 1, rank_ = 0;
   std::uint32_t threads_ = 1, parts_ = 1;
   std::vector<std::uint32_t> part_of_node_;
+  std::vector<std::uint32_t> local_;  ///< this rank's partitions
   std::vector<std::unique_ptr<Fabric>> owned_;
-  std::vector<Fabric*> nets_;
+  std::vector<Fabric*> nets_;  ///< per partition; nullptr: another rank's
+  std::vector<std::vector<Incoming>> incoming_;
+  /// This window's bytes to the other ranks (by rank) and from them (all of them, by rank).
+  std::vector<std::uint8_t> send_, recv_;
+  std::vector<std::uint64_t> send_counts_, recv_counts_;
   std::optional<Hosts> hosts_;
   std::vector<std::uint32_t> parts_done_, parts_arrived_;
   std::vector<std::uint32_t> remaining_;  ///< per partition: its sources' connections not completed
@@ -445,6 +659,13 @@ class Runner {
   Time window_ = 0;                       ///< ps
   Time t_ = 0, window_end_ = 0, stop_ps_ = kNever, next_sample_ps_ = kNever;
   std::uint64_t next_progress_ = 0;
+  bool want_progress_ = false;
+  /// Distributed: connections left, failures, events, next event (ps), over every rank, from the
+  /// last exchange (fresh until next_window() reads them).
+  std::uint64_t ctl_[4] = {};
+  bool ctl_fresh_ = false;
+  std::uint64_t sent_bytes_ = 0, max_sent_bytes_ = 0;  ///< to other ranks: in all, in one window
+  bool other_failed_ = false;
   std::atomic<bool> stop_{false}, failed_{false};
   std::vector<std::uint64_t> window_cpu_ns_;  ///< per thread, this window (written by that thread)
   std::uint64_t work_ns_ = 0, span_ns_ = 0;

@@ -24,6 +24,7 @@
 #include "engine/endpoint.hpp"
 #include "sim/cm.hpp"
 #include "sim/fabric.hpp"
+#include "sim/ranks.hpp"
 #include "sim/roce.hpp"
 #include "sim/topology.hpp"
 
@@ -87,6 +88,12 @@ struct RunConfig {
   /// depend on either number.
   std::uint32_t threads = 1;
   std::uint32_t partitions = 0;
+  /// A distributed run (`mpirun -n R mrc sim`, D55): the processes taking part, nullptr for one.
+  /// Partition p runs in rank p % R (partitions: 0 = threads x R); each rank holds the Fabrics and
+  /// NICs of its own partitions only, exchanges the packets that cross between ranks at the end of
+  /// every window, and every rank returns the same RunResult (the whole run's), apart from wall
+  /// time and memory. Every rank must call run_matrix with the same arguments.
+  Ranks* ranks = nullptr;
 };
 
 struct FlowResult {
@@ -137,6 +144,14 @@ struct RunResult {
   /// speed-up the partitioning allows).
   std::uint32_t threads = 1, partitions = 1;
   double work_s = 0, span_s = 0;
+  /// Distributed: the ranks, and each one's peak RSS (peak_rss_kb is then the largest). work_s is
+  /// summed over ranks; span_s is the largest rank's sum of its busiest thread per window.
+  std::uint32_t ranks = 1;
+  std::vector<long> rank_rss_kb;
+  std::uint64_t windows = 0;  ///< windows the run went through (a parallel run's synchronisations)
+  /// Distributed: bytes the ranks sent each other (packed messages), in all and at most by one rank
+  /// in one window.
+  std::uint64_t rank_bytes = 0, rank_window_bytes = 0;
 };
 
 /// Nearest-rank percentile of a sorted vector (q in [0, 1]).

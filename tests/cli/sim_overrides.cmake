@@ -32,3 +32,12 @@ mrc_cli_test(NAME sim_partitions_too_many EXIT 2 MATCH "--partitions: must be an
              ARGS sim ${perm_faults} --partitions 257)
 mrc_cli_test(NAME sim_threads_with_more_partitions EXIT 0 MATCH "\"variant\": \"MRC 1 EV/plane\""
              ARGS sim ${perm_faults} --variant 2 --threads 2 --partitions 5 --json --stable --no-progress)
+# Started by a launcher (mpirun sets OMPI_COMM_WORLD_SIZE) but built without MPI: refused, with what to
+# do, instead of every process running the whole simulation. (With MPI the golden tests run under
+# mpirun: tests/sim_golden.)
+if(NOT TARGET mrc_sim_mpi)
+  mrc_cli_test(NAME sim_mpi_not_built EXIT 1
+               MATCH "mrc sim: started as one of 2 processes \\(mpirun\\?\\), but this mrc was built without MPI"
+               ARGS sim ${perm_faults} --no-progress)
+  set_tests_properties(cli_sim_mpi_not_built PROPERTIES ENVIRONMENT OMPI_COMM_WORLD_SIZE=2)
+endif()

@@ -1,8 +1,12 @@
 // Parallel runs (D55): the network split into partitions, one Fabric each, on one or more threads,
-// must give exactly the result of one Fabric; and the partition map itself.
+// or over several ranks (distributed runs, here in-process: thread_ranks.hpp), must give exactly the
+// result of one Fabric, on every rank; and the partition map itself.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <span>
+#include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "fat_tree.hpp"
@@ -11,6 +15,7 @@
 #include "sim/partition.hpp"
 #include "sim/run.hpp"
 #include "sim/topology.hpp"
+#include "thread_ranks.hpp"
 
 namespace mrc::sim {
 namespace {
@@ -71,6 +76,27 @@ RunResult expect_partition_independent(const Topology& t, const ConnMatrix& m, c
     p.partitions = parts;
     expect_same(one, run_matrix(t, m, p));
   }
+  // Distributed: (ranks, threads per rank, partitions) = (2, 1, 2), (2, 2, 4), (3, 1, 3), (2, 1, 3).
+  for (const auto& [nr, threads, parts] :
+       {std::tuple{2u, 1u, 2u}, {2u, 2u, 4u}, {3u, 1u, 3u}, {2u, 1u, 3u}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << nr << " ranks, " << threads << " threads, " << parts << " partitions");
+    std::vector<RunResult> got(nr);
+    test::run_ranks(nr, [&](Ranks& ranks) {
+      RunConfig p = rc;
+      p.threads = threads;
+      p.partitions = parts;
+      p.ranks = &ranks;
+      if (ranks.rank() != 0) p.progress = nullptr;  // reports are made on the ranks that ask
+      got[ranks.rank()] = run_matrix(t, m, p);
+    });
+    for (std::uint32_t r = 0; r < nr; ++r) {
+      SCOPED_TRACE(::testing::Message() << "rank " << r);
+      expect_same(one, got[r]);
+      EXPECT_EQ(got[r].ranks, nr);
+      EXPECT_EQ(got[r].rank_rss_kb.size(), nr);
+    }
+  }
   return one;
 }
 
@@ -99,6 +125,29 @@ TEST(SimPartition, DependentStartsWhereItsDependencyArrives) {
   const std::vector<std::uint32_t> part = partition_nodes(t, m, 2);
   EXPECT_EQ(part[9], part[14]);
   EXPECT_NE(part[0], part[15]);  // the rest still splits
+}
+
+// A partition's outbox for another process: nothing when it sent nothing, and a record is read
+// only whole (a short buffer is refused, not read past).
+TEST(SimPartition, PackedRecords) {
+  const Topology t = fat4();
+  const std::vector<std::uint32_t> part = partition_nodes(t, make_permutation(16, 1000, 1), 2);
+  Fabric a(t, FabricConfig{});
+  a.set_partition(part, 0, 2);
+  std::vector<std::uint8_t> buf;
+  a.pack_messages(1, buf);
+  EXPECT_TRUE(buf.empty());
+  const std::uint32_t head[4] = {0, 1, 0, 5};  // from 0 to 1, no messages, 5 bytes
+  std::vector<std::uint8_t> rec(sizeof head + 5, 0);
+  std::memcpy(rec.data(), head, sizeof head);
+  const Fabric::Packed r = Fabric::packed_record(rec);
+  EXPECT_EQ(r.from, 0u);
+  EXPECT_EQ(r.to, 1u);
+  EXPECT_EQ(r.size, rec.size());
+  EXPECT_THROW(Fabric::packed_record(std::span<const std::uint8_t>(rec).first(rec.size() - 1)),
+               std::runtime_error);
+  EXPECT_THROW(Fabric::packed_record(std::span<const std::uint8_t>(rec).first(3)), std::runtime_error);
+  EXPECT_THROW(a.take_packed(rec), std::runtime_error);  // addressed to partition 1, not to us
 }
 
 TEST(SimParallel, PermutationWithFaultsAndReconvergence) {

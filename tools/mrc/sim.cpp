@@ -2,7 +2,8 @@
 // TOML file (schema: scenarios/README.md): one run per [[variants]] entry (MRC, RoCE, ...) on the
 // same topology, workload and faults, printed as one comparison table (or JSON / CSV). Without a
 // scenario it runs a built-in default (perm-128, k=8 fat tree): MRC spraying over 128 EVs, MRC on a
-// single EV (flow ECMP) and RoCEv2 + PFC.
+// single EV (flow ECMP) and RoCEv2 + PFC. Started by mpirun (built with MPI), the processes run one
+// distributed simulation and rank 0 prints it (docs/cli.md).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -18,9 +20,13 @@
 
 #include "cli_checks.hpp"
 #include "sim/cm.hpp"
+#include "sim/ranks.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario.hpp"
 #include "sim/topology.hpp"
+#ifdef MRC_HAVE_MPI
+#include "sim/mpi_ranks.hpp"
+#endif
 
 namespace mrc::tools {
 
@@ -35,6 +41,8 @@ struct SimOptions {
   std::string json_out, csv_out;      ///< replace [output] json / csv
   std::uint32_t threads = 1;          ///< --threads: parallel run (identical results)
   std::uint32_t partitions = 0;       ///< --partitions (0: one per thread)
+  /// Distributed (mpirun): only rank 0 prints, writes files and shows progress.
+  bool rank0 = true;
 };
 SimOptions g_opt;
 
@@ -250,6 +258,11 @@ void print_run_line(const std::string& label, const sim::RunResult& r) {
   std::printf("%s: events %llu  %.2f M events/s  simulated %.1f us  wall %.2f s  peak memory %.1f MB\n",
               label.c_str(), static_cast<unsigned long long>(r.net.events), r.events_per_s / 1e6,
               static_cast<double>(r.end) / 1000.0, r.wall_s, static_cast<double>(r.peak_rss_kb) / 1024.0);
+  if (r.ranks > 1) {
+    std::printf("  %u ranks, peak memory per rank MB:", r.ranks);
+    for (const long kb : r.rank_rss_kb) std::printf(" %.1f", static_cast<double>(kb) / 1024.0);
+    std::printf("\n");
+  }
 }
 
 /// Seconds left: the wall time so far scaled by the part of the bytes still to deliver, or by the
@@ -322,7 +335,7 @@ void select_variants(Scenario& sc) {
 int run_scenario(Scenario& sc) {
   std::vector<sim::RunResult> rs;
   for (Variant& v : sc.variants) {
-    attach_progress(v.run, v.label);
+    if (g_opt.rank0) attach_progress(v.run, v.label);
     if (v.run.sample_interval > 0) {
       // Failover bins: [measure] window_us, or one base RTT of this transport's packets.
       const std::uint32_t ovh = v.run.fabric.wire_overhead;
@@ -331,6 +344,9 @@ int run_scenario(Scenario& sc) {
     }
     rs.push_back(sim::run_matrix(sc.topo, sc.matrix, v.run));
   }
+  bool all_done = true;
+  for (const auto& r : rs) all_done = all_done && r.finished == r.flows.size();
+  if (!g_opt.rank0) return all_done ? 0 : 3;
   if (!sc.json_path.empty()) {
     std::ofstream o(sc.json_path);
     if (!o) throw std::runtime_error("cannot write " + sc.json_path);
@@ -362,7 +378,16 @@ int run_scenario(Scenario& sc) {
                     {"threads", rs[i].threads},
                     {"partitions", rs[i].partitions},
                     {"window_cpu_s", rs[i].work_s},
-                    {"window_span_s", rs[i].span_s}};
+                    {"window_span_s", rs[i].span_s},
+                    {"windows", rs[i].windows}};
+      if (!g_opt.stable && rs[i].ranks > 1) {
+        j["run"]["ranks"] = rs[i].ranks;
+        nlohmann::json rss = nlohmann::json::array();
+        for (const long kb : rs[i].rank_rss_kb) rss.push_back(static_cast<double>(kb) / 1024.0);
+        j["run"]["rank_peak_rss_mb"] = rss;
+        j["run"]["rank_bytes"] = rs[i].rank_bytes;
+        j["run"]["rank_window_bytes_max"] = rs[i].rank_window_bytes;
+      }
       if (!g_opt.stable && rs[i].qps > 0)
         j["qp_memory"] = {{"qps", rs[i].qps},
                           {"idle_bytes", rs[i].qp_bytes_idle},
@@ -378,8 +403,6 @@ int run_scenario(Scenario& sc) {
     std::printf("\n");
     for (std::size_t i = 0; i < rs.size(); ++i) print_run_line(sc.variants[i].label, rs[i]);
   }
-  bool all_done = true;
-  for (const auto& r : rs) all_done = all_done && r.finished == r.flows.size();
   return all_done ? 0 : 3;
 }
 
@@ -436,7 +459,8 @@ CLI::App* add_sim_command(CLI::App& app) {
                 "byte-identical to one thread)")
       ->check(uint_range(1, 256));
   c->add_option("--partitions", g_opt.partitions,
-                "split the network into this many partitions (default: one per thread; more than threads: "
+                "split the network into this many partitions (default: one per thread, of every rank under "
+                "mpirun; more than threads: "
                 "each thread runs several in turn; results are the same)")
       ->check(uint_range(1, 256));
   return c;
@@ -444,17 +468,33 @@ CLI::App* add_sim_command(CLI::App& app) {
 
 int run_sim() {
   try {
+    // Started by mpirun (or another launcher) as one of several processes: one distributed run.
+    std::unique_ptr<sim::Ranks> ranks;
+    const std::uint32_t launched = sim::launcher_ranks();
+#ifdef MRC_HAVE_MPI
+    if (launched > 0) ranks = sim::mpi_init(nullptr, nullptr);
+#else
+    if (launched > 1) {
+      std::fprintf(stderr,
+                   "mrc sim: started as one of %u processes (mpirun?), but this mrc was built without MPI; "
+                   "install libopenmpi-dev, reconfigure and rebuild, or run it as one process\n",
+                   launched);
+      return 1;
+    }
+#endif
+    if (ranks != nullptr) g_opt.rank0 = ranks->rank() == 0;
     Scenario sc =
         g_opt.scenario.empty() ? default_scenario() : load_scenario(g_opt.scenario, {}, g_opt.overrides);
     select_variants(sc);
     for (Variant& v : sc.variants) {
       v.run.threads = g_opt.threads;
       v.run.partitions = g_opt.partitions;
+      v.run.ranks = ranks.get();
     }
     if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
     if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
     const int rc = run_scenario(sc);
-    if (g_opt.scenario.empty() && !g_opt.json && !g_opt.csv)
+    if (g_opt.scenario.empty() && !g_opt.json && !g_opt.csv && g_opt.rank0)
       std::printf(
           "(htsim reference, docs/htsim.md §4, its own perm_128 matrix: spray 180.6/193.2/200.7/200.9, "
           "single path "
