@@ -735,18 +735,7 @@ void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
     std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
   }
   p.next = kNone;
-  Port& pt = ports_[m.port];
-  if (pt.wire_tail == kNone) {
-    pt.wire_head = idx;
-    pt.head_out = p.out;
-    events_.push_keyed(p.arrive_ps, kArrive, m.port, m.key);
-  } else {
-    Packet& tail = pool_[pt.wire_tail];
-    tail.next = idx;
-    tail.next_arrive_ps = p.arrive_ps;
-    tail.next_out = p.out;
-  }
-  pt.wire_tail = idx;
+  append_to_wire(m.port, idx, m.key);
 }
 
 void Fabric::take_messages(Fabric& from) {
@@ -918,10 +907,18 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
     send_remote(port, idx);
     return;
   }
+  append_to_wire(port, idx, event_key(kcArrive, port, 0));
+}
+
+// Packet idx joins the end of `port`'s wire list; the list's head alone has an arrival event
+// (keyed `key`), the others ride on their predecessor's next_arrive_ps.
+void Fabric::append_to_wire(std::uint32_t port, std::uint32_t idx, std::uint64_t key) {
+  Port& pt = ports_[port];
+  const Packet& p = pool_[idx];
   if (pt.wire_tail == kNone) {
     pt.wire_head = idx;
     pt.head_out = p.out;
-    events_.push_keyed(p.arrive_ps, kArrive, port, event_key(kcArrive, port, 0));
+    events_.push_keyed(p.arrive_ps, kArrive, port, key);
   } else {
     Packet& tail = pool_[pt.wire_tail];
     tail.next = idx;

@@ -322,6 +322,7 @@ class Fabric {
   void push_pfc(Time at_ps, Kind kind, std::uint32_t port);
   /// start_tx onto a link to another partition: the packet goes to that partition's outbox.
   void send_remote(std::uint32_t port, std::uint32_t idx);
+  void append_to_wire(std::uint32_t port, std::uint32_t idx, std::uint64_t key);
   /// Queues one message from another partition (its packet's bytes at bytes + m.bytes_at).
   void take_message(const Msg& m, const std::uint8_t* bytes);
 
