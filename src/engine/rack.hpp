@@ -28,9 +28,13 @@ class Rack {
       rtt_ = rtt;
     }
   }
-  /// A SACK reported `rtt` after its newest packet left (coalescing included), at `now`. The
-  /// largest of these within the last `window` is how long the slowest path in use takes.
-  void on_sack_rtt(Time now, Duration rtt, Duration window) { slowest_.update(now, rtt, window); }
+  /// An acknowledgement at `now` reported packets whose newest first transmission left at
+  /// `newest_sent`: RACK's reference, and (coalescing included) a sample of the largest RTT of the
+  /// last `window`, how long the slowest path in use takes (D63).
+  void on_ack(Time newest_sent, Time now, Duration window) {
+    on_delivered(newest_sent, now - newest_sent);
+    slowest_.update(now, now - newest_sent, window);
+  }
   Duration slowest_rtt() const { return slowest_.get(); }
 
   /// How far a first transmission sent at `sent` and delivered `rtt` after it came behind

@@ -585,10 +585,7 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     peer_mpr_adv_ = s.mpr;
     update_window();
   }
-  if (newest_sent != 0) {
-    rack_.on_delivered(newest_sent, now - newest_sent);  // coalescing included
-    rack_.on_sack_rtt(now, now - newest_sent, slowest_window());
-  }
+  if (newest_sent != 0) rack_.on_ack(newest_sent, now, slowest_window());
   if (newly > 0) {
     retries_ = 0;
     last_progress_ = now;
@@ -650,10 +647,7 @@ void Requester::handle_aeth(const wire::Packet& p, Time now) {
     std::uint32_t newly = 0;
     Time newest = 0;
     ack_cumulative(new_una, newly, newest, snd_nxt_, now);
-    if (newest != 0) {
-      rack_.on_delivered(newest, now - newest);
-      rack_.on_sack_rtt(now, now - newest, slowest_window());
-    }
+    if (newest != 0) rack_.on_ack(newest, now, slowest_window());
     cc::AckSample s;
     s.newly_acked_bytes = newly;
     cc_.on_ack(s, now);

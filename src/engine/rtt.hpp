@@ -48,7 +48,7 @@ class RttEstimator {
 
   /// RACK's reorder window, the largest of: a floor, an eighth of the base RTT while srtt stays
   /// within an eighth of the base (D62: paths without queues reorder by far less than RFC 8985's
-  /// min_RTT/4 allows, and every repair waits this long), else that quarter; the reordering
+  /// min_RTT/4 allows, and every repair waits this long), else a quarter; the reordering
   /// measured, at most one max(base, srtt); and the spread of RTTs that queueing adds (srtt - base
   /// + 4 rttvar: packets sprayed over queues of different depths).
   Duration reorder_window() const {
@@ -60,6 +60,7 @@ class RttEstimator {
   /// (`slowest`) plus the reorder window, but not beyond twice that RTT (a reordering measured on
   /// a very slow path must not double the wait); 0 on unqueued paths (no bound beyond RACK's).
   Duration slow_wait(Duration slowest, Duration window) const {
+    // (queued() also holds before the first sample, when nothing is known of the paths.)
     return srtt_ != 0 && queued() ? std::min(slowest + window, 2 * slowest) : 0;
   }
   /// The newest packet's SACK is due after about srtt; allow the larger of the reorder window

@@ -242,6 +242,7 @@ class Runner {
     nets_.assign(parts_, nullptr);
     for (const std::uint32_t p : local_) {
       owned_.push_back(std::make_unique<Fabric>(topo, cfg.fabric));
+      owned_ptrs_.push_back(owned_.back().get());
       nets_[p] = owned_.back().get();
       if (parts_ > 1) nets_[p]->set_partition(part_of_node_, p, parts_);
     }
@@ -360,12 +361,8 @@ class Runner {
   }
 
  private:
-  /// This rank's Fabrics.
-  std::vector<Fabric*> owned_nets() const {
-    std::vector<Fabric*> v;
-    for (const auto& f : owned_) v.push_back(f.get());
-    return v;
-  }
+  /// This rank's Fabrics (asked for every window: a list kept, not one built per call).
+  const std::vector<Fabric*>& owned_nets() const { return owned_ptrs_; }
 
   // Part q of connection i: its bytes split evenly, the remainder on the first parts.
   std::uint64_t part_bytes(std::uint32_t i, std::uint64_t q) const {
@@ -647,7 +644,8 @@ class Runner {
   std::vector<std::uint32_t> part_of_node_;
   std::vector<std::uint32_t> local_;  ///< this rank's partitions
   std::vector<std::unique_ptr<Fabric>> owned_;
-  std::vector<Fabric*> nets_;  ///< per partition; nullptr: another rank's
+  std::vector<Fabric*> owned_ptrs_;  ///< owned_ as plain pointers (owned_nets())
+  std::vector<Fabric*> nets_;        ///< per partition; nullptr: another rank's
   std::vector<std::vector<Incoming>> incoming_;
   /// This window's bytes to the other ranks (by rank) and from them (all of them, by rank).
   std::vector<std::uint8_t> send_, recv_;

@@ -91,13 +91,14 @@ TEST(Rack, APacketOnALivePathWaitsForTheSlowestPath) {
   // packet 0 by 5 us + a 1 us window = 6 us. The slowest recent SACK took 20 us: a packet whose
   // path delivered a later packet (alive) waits until 20 us; one whose path did not keeps 6 us.
   Rack rack;
-  rack.on_sack_rtt(9 * kUs, 20 * kUs, 100 * kUs);
-  rack.on_sack_rtt(10 * kUs, 5 * kUs, 100 * kUs);
+  rack.on_ack(1 * kUs, 21 * kUs, 100 * kUs);  // an acknowledgement 20 us after its newest packet
   EXPECT_EQ(rack.slowest_rtt(), 20 * kUs);
+  EXPECT_EQ(rack.rtt(), 20 * kUs);  // and RACK's reference, until a newer packet is delivered
   for (bool alive : {false, true}) {
     Flight f(5);
     f.sp.remove(f.psn(4));
     rack.on_delivered(4 * kUs, 5 * kUs);
+    ASSERT_EQ(rack.rtt(), 5 * kUs);
     const Duration slow_wait = 20 * kUs;
     auto detect = [&](Time now) {
       std::vector<std::uint32_t> lost;
