@@ -29,32 +29,36 @@ class RttEstimator {
     return lower;
   }
   /// A delivery came `excess` after RACK's expectation (0: on time; a spurious retransmission
-  /// passes the current window). Up at once with a quarter more as margin, down by 1/256 of the
-  /// difference per report.
+  /// passes the current window). Up at once with a quarter more as margin, down by 1/1024 of the
+  /// difference per report (D64: a few hundred SACKs, tens of RTTs at full rate — RFC 8985 keeps
+  /// its widened window for 16 recoveries; at 1/256 it fell back within one 4 MB message, and
+  /// each fall cost another spurious retransmission).
   void on_reordering(Duration excess) {
-    const Duration want = excess + excess / 4;
+    // In 1/1024 ns: in whole ns the step rounds to 0 below 1,024 ns and the window stuck there.
+    const Duration want = (excess + excess / 4) << kReorderShift;
     if (want > reordering_)
       reordering_ = want;
     else
-      reordering_ -= (reordering_ - want) / 256;
+      reordering_ -= (reordering_ - want) >> kReorderShift;
   }
 
   Duration base() const { return base_; }
   Duration srtt() const { return srtt_; }  ///< 0 until the first sample
   Duration rttvar() const { return rttvar_; }
-  Duration reordering() const { return reordering_; }
+  Duration reordering() const { return reordering_ >> kReorderShift; }
   /// The paths queue: srtt is more than an eighth above the base RTT (D62, D63).
   bool queued() const { return srtt_ == 0 || srtt_ > base_ + base_ / 8; }
 
-  /// RACK's reorder window, the largest of: a floor, an eighth of the base RTT while srtt stays
-  /// within an eighth of the base (D62: paths without queues reorder by far less than RFC 8985's
-  /// min_RTT/4 allows, and every repair waits this long), else a quarter; the reordering
-  /// measured, at most one max(base, srtt); and the spread of RTTs that queueing adds (srtt - base
-  /// + 4 rttvar: packets sprayed over queues of different depths).
+  /// RACK's reorder window, the largest of: a floor, a sixteenth of the base RTT while srtt
+  /// stays within an eighth of the base (D62, D64: paths without queues reorder by far less than
+  /// RFC 8985's min_RTT/4 allows, every repair waits this long, and what they do reorder the
+  /// measured reordering keeps), else a quarter; the reordering measured, at most one
+  /// max(base, srtt); and the spread of RTTs that queueing adds (srtt - base + 4 rttvar: packets
+  /// sprayed over queues of different depths).
   Duration reorder_window() const {
     const Duration spread = srtt_ > base_ ? srtt_ - base_ + 4 * rttvar_ : 4 * rttvar_;
-    const Duration floor = queued() ? base_ / 4 : base_ / 8;
-    return std::max({floor, std::min(reordering_, std::max(base_, srtt_)), spread});
+    const Duration floor = queued() ? base_ / 4 : base_ / 16;
+    return std::max({floor, std::min(reordering(), std::max(base_, srtt_)), spread});
   }
   /// D63: a packet whose path is alive waits, on queued paths, for the slowest recent SACK's RTT
   /// (`slowest`) plus the reorder window, but not beyond twice that RTT (a reordering measured on
@@ -74,9 +78,10 @@ class RttEstimator {
   Duration probe_wait() const { return std::max(4 * base_, 2 * (srtt_ + 4 * rttvar_)); }
 
  private:
+  static constexpr unsigned kReorderShift = 10;
   Duration base_;
   Duration srtt_ = 0, rttvar_ = 0;
-  Duration reordering_ = 0;
+  Duration reordering_ = 0;  ///< in 1/1024 ns
 };
 
 }  // namespace mrc::engine
