@@ -49,15 +49,15 @@ class RttEstimator {
   /// The paths queue: srtt is more than an eighth above the base RTT (D62, D63).
   bool queued() const { return srtt_ == 0 || srtt_ > base_ + base_ / 8; }
 
-  /// RACK's reorder window, the largest of: a floor, a sixteenth of the base RTT while srtt
-  /// stays within an eighth of the base (D62, D64: paths without queues reorder by far less than
-  /// RFC 8985's min_RTT/4 allows, every repair waits this long, and what they do reorder the
-  /// measured reordering keeps), else a quarter; the reordering measured, at most one
-  /// max(base, srtt); and the spread of RTTs that queueing adds (srtt - base + 4 rttvar: packets
-  /// sprayed over queues of different depths).
+  /// RACK's reorder window, the largest of: a floor, an eighth of the base RTT while srtt stays
+  /// within an eighth of the base (D62: paths without queues reorder by far less than RFC 8985's
+  /// min_RTT/4 allows, and every repair waits this long; D64: not less, a SACK can wait behind one
+  /// full packet at a port, and a sixteenth made the lossless ring's spurious retransmissions 15x),
+  /// else a quarter; the reordering measured, at most one max(base, srtt); and the spread of RTTs
+  /// that queueing adds (srtt - base + 4 rttvar: packets sprayed over queues of different depths).
   Duration reorder_window() const {
     const Duration spread = srtt_ > base_ ? srtt_ - base_ + 4 * rttvar_ : 4 * rttvar_;
-    const Duration floor = queued() ? base_ / 4 : base_ / 16;
+    const Duration floor = queued() ? base_ / 4 : base_ / 8;
     return std::max({floor, std::min(reordering(), std::max(base_, srtt_)), spread});
   }
   /// D63: a packet whose path is alive waits, on queued paths, for the slowest recent SACK's RTT
