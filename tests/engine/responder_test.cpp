@@ -207,6 +207,44 @@ TEST(Responder, MoreWriteImmediatesThanMaxWimmDestAreAProtocolViolation) {
   EXPECT_FALSE(r.placed(3));
 }
 
+TEST(Responder, WriteImmediateSlotsGrowWithTheImmediatesOutstanding) {
+  // The slots start small at the first WRITE_IMM and grow, keeping their order from the next
+  // immediate to deliver, while immediates arrive further ahead (up to max_wimm_dest).
+  Rig r(8, 64);
+  RxMeta m;
+  auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) {
+    wire::Packet p = r.data(i, 1, true);
+    p.bth.opcode = wire::Opcode::kWriteOnlyImm;
+    p.meth.rqmsn = rqmsn;
+    p.imm = 1000 + rqmsn;
+    return p;
+  };
+  for (std::uint64_t w = 0; w < 50; ++w) ASSERT_EQ(r.rx->post_recv(w), 0);
+  const std::size_t before = r.rx->heap_bytes();
+  for (std::uint16_t k = 0; k < 3; ++k) ASSERT_EQ(r.rx->on_data(imm(k, k), m).reply, Responder::Reply::kSack);
+  // One immediate outstanding at a time: 8 slots (16 bytes each), not max_wimm_dest's 64.
+  EXPECT_LE(r.rx->heap_bytes() - before, 8u * 16u);
+  Completion c;
+  for (std::uint64_t w = 0; w < 3; ++w) {
+    ASSERT_TRUE(r.ep.poll_completion(c));
+    EXPECT_EQ(c.wr_id, w);
+  }
+  // RQMSNs 3..42 at PSNs 4..43, newest first, behind a plain WRITE at PSN 3 that comes last.
+  for (std::uint16_t k = 42; k >= 3; --k)
+    ASSERT_EQ(r.rx->on_data(imm(k + 1u, k), m).reply, Responder::Reply::kSack) << k;
+  EXPECT_FALSE(r.ep.poll_completion(c));
+  EXPECT_GT(r.rx->heap_bytes() - before, 8u * 16u);
+  // The slots hold at most max_wimm_dest: RQMSN 3 + 64 is refused.
+  EXPECT_EQ(r.rx->on_data(imm(70, 3 + 64), m).reason, wire::NackReason::kUnexpEvent);
+  r.rx->on_data(r.data(3, 1), m);
+  for (std::uint64_t w = 3; w <= 42; ++w) {
+    ASSERT_TRUE(r.ep.poll_completion(c)) << w;
+    EXPECT_EQ(c.wr_id, w);
+    EXPECT_EQ(c.imm, 1000u + w);
+  }
+  EXPECT_FALSE(r.ep.poll_completion(c));
+}
+
 TEST(Responder, EveryArrivalIsReportedBySomeSack) {
   // D3: the bitmap starts at the lowest arrival no SACK reported when the arrivals do not fit in
   // 64 PSNs from the expected one; the rest go in continuation SACKs. Whatever the order, the SACKs
