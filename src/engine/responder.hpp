@@ -183,7 +183,7 @@ inline Responder::Answer Responder::on_data(const wire::Packet& p, const RxMeta&
     s.byte_len = p.reth.dma_len;
     s.imm = p.imm;
   }
-  if (len > 0)
+  if (len > 0 && !meta.no_payload)
     std::memcpy(mr->addr + (p.reth.va - reinterpret_cast<std::uintptr_t>(mr->addr)), p.payload.data(), len);
   rcvd_.set(psn);
   ++ctr_.rx_data;

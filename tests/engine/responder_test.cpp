@@ -88,6 +88,22 @@ TEST(Responder, PlacesPacketsInAnyOrderAndAdvancesTheExpectedPsn) {
   EXPECT_EQ(r.ctr.bytes_placed, std::uint64_t{n} * kPmtu);
 }
 
+TEST(Responder, WithoutPayloadBytesAPacketIsCheckedAndCountedButNotPlaced) {
+  // A simulator's fabric carries no payload (RxMeta::no_payload): the memory stays untouched, the
+  // PSN is received and the bytes count; bounds are still checked.
+  Rig r;
+  RxMeta m;
+  m.no_payload = true;
+  EXPECT_EQ(r.rx->on_data(r.data(0, 2), m).reply, Responder::Reply::kNone);
+  EXPECT_FALSE(r.placed(0));
+  EXPECT_TRUE(std::all_of(r.mem.begin(), r.mem.begin() + kPmtu, [](std::uint8_t b) { return b == 0; }));
+  EXPECT_EQ(r.rx->epsn(), psn_add(kRqPsn, 1));
+  EXPECT_EQ(r.ctr.bytes_placed, std::uint64_t{kPmtu});
+  wire::Packet out = r.data(1, 2);
+  out.reth.va = reinterpret_cast<std::uintptr_t>(r.mem.data()) + r.mem.size();  // past the region
+  EXPECT_EQ(r.rx->on_data(out, m).reply, Responder::Reply::kAccessNak);
+}
+
 TEST(Responder, AnAckRequestIsAnsweredAndSoIsTheFillOfTheHoleBelowIt) {
   Rig r;
   RxMeta m;
