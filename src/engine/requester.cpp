@@ -88,7 +88,7 @@ void Requester::resend_in_flight_on(std::uint8_t port, Time now) {
   std::uint32_t psn = sent_.oldest();
   while (psn != SentPackets::kNone) {
     const TxRec& r = rec(psn);
-    const std::uint32_t next = r.next;
+    const std::uint32_t next = sent_.next(psn);
     if (r.ev_slot != EvManager::kNone && evm_.ev(r.ev_slot).port == port)
       mark_lost(psn, LossCause::kPort, now);
     psn = next;
@@ -174,7 +174,9 @@ int Requester::post_send(const SendWr& wr, Time now) {
 
 bool Requester::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
   const SendWqe& w = sq_.slot(r.wqe);
-  const std::uint32_t index = r.offset / cfg_.pmtu;
+  // The WR's packets have consecutive PSNs from its first.
+  const std::uint32_t index = (psn - w.first_psn) & kPsnMask;
+  const std::uint32_t offset = index * cfg_.pmtu;
   const bool first = index == 0;
   const bool last = index + 1 == w.npkts;
   using wire::Opcode;
@@ -192,11 +194,11 @@ bool Requester::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bo
   p.bth.rtx = rtx;
   p.meth.msn = w.msn;
   p.meth.rqmsn = w.rqmsn;
-  p.reth.va = w.wr.remote_addr + r.offset;
+  p.reth.va = w.wr.remote_addr + offset;
   p.reth.rkey = w.wr.rkey;
   p.reth.dma_len = w.wr.length;
   p.imm = w.wr.imm;
-  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + r.offset, r.len);
+  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + offset, r.len);
   return last;
 }
 
