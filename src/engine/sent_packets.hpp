@@ -1,7 +1,7 @@
 // SentPackets: the requester's record of every PSN it has sent and not yet retired, [una, nxt)
 // (the sent-packet tracker, as ngtcp2's rtb is QUIC's). One TxRec per PSN in a ring indexed by
-// PSN modulo its size, which starts at what the first message needs and doubles while packets in
-// flight need it (up to the window); and the list of the packets in flight in send order, oldest
+// PSN modulo its size, which starts at 16 records and doubles while packets in flight need it (up
+// to the window); and the list of the packets in flight in send order, oldest
 // first, linked by PSN, which RACK's loss detection, the RTO and the tail-loss probe walk from
 // its ends. A record stays in the ring after it leaves the list (acknowledged or declared lost)
 // until the cumulative acknowledgement retires its PSN. A record is 32 bytes: the links are
