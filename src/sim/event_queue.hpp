@@ -86,10 +86,8 @@ class EventQueue {
       head_[r] = n;
       bits_[r / 64] |= std::uint64_t{1} << (r % 64);
       ++in_ring_;
-    } else if ((time >> shift_) > cur_) {
-      far_.push(QueuedEvent{time, seq, index, kind});
     } else {
-      near_insert(QueuedEvent{time, seq, index, kind});
+      push_off_ring(time, kind, index, seq);
     }
     return seq;
   }
@@ -184,6 +182,14 @@ class EventQueue {
     near_[j] = e;
   }
 
+  // Out of line, so that the ring's push saves no registers for them.
+  [[gnu::noinline]] void push_off_ring(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
+    if ((time >> shift_) > cur_)
+      far_.push(QueuedEvent{time, seq, index, kind});
+    else
+      near_insert(QueuedEvent{time, seq, index, kind});
+  }
+
   [[gnu::noinline]] void grow_nodes() {
     free_ = static_cast<std::uint32_t>(ev_.size());
     ev_.emplace_back();
@@ -226,14 +232,31 @@ class EventQueue {
       bits_[r / 64] &= ~(std::uint64_t{1} << (r % 64));
       std::uint32_t n = head_[r];
       head_[r] = kNil;
+      // In locals: stores into near_ could alias the members, which the compiler would then store
+      // and reload at every event.
+      std::size_t count = near_end_;
+      std::uint32_t free = free_;
+      std::size_t moved = 0;
+      QueuedEvent* near = near_.data();
+      std::size_t cap = near_.size();
+      std::uint32_t* next = next_.data();
+      const QueuedEvent* ev = ev_.data();
       while (n != kNil) {  // newest first
-        near_append(ev_[n]);
-        const std::uint32_t next = next_[n];
-        next_[n] = free_;
-        free_ = n;
-        n = next;
-        --in_ring_;
+        if (count == cap) [[unlikely]] {
+          near_.resize(std::max<std::size_t>(16, 2 * cap));
+          near = near_.data();
+          cap = near_.size();
+        }
+        near[count++] = ev[n];
+        const std::uint32_t after = next[n];
+        next[n] = free;
+        free = n;
+        n = after;
+        ++moved;
       }
+      near_end_ = count;
+      free_ = free;
+      in_ring_ -= moved;
       // Push order, then sorted by (time, seq): an insertion sort for the usual few events (push
       // order is nearly sorted when seq is the push order), std::sort for a crowded slot (keyed
       // events of one instant arrive in any order: many hosts starting at once would make the
