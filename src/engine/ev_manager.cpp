@@ -332,20 +332,12 @@ void EvManager::expire_skips(Time now) {
   next_skip_ = next;
 }
 
-Time EvManager::next_skip_expiry() const {
-  return next_skip_;
-}
-
 std::uint16_t EvManager::next_probe_due(Time now) const {
   if (now < next_probe_) return kNone;
   for (const std::uint16_t slot : probing_) {
     if (cold_[sl_[slot].cold].next_probe <= now && port_usable(evs_[slot].port)) return slot;
   }
   return kNone;
-}
-
-Time EvManager::next_probe_time() const {
-  return next_probe_;
 }
 
 void EvManager::probe_sent(std::uint16_t slot, Time now) {

@@ -136,10 +136,10 @@ class EvManager {
   // Time-driven work.
   /// Returns SKIP EVs whose time is up to GOOD. Earliest pending expiry via next_skip_expiry().
   void expire_skips(Time now);
-  Time next_skip_expiry() const;
+  Time next_skip_expiry() const { return next_skip_; }
   /// ASSUMED_BAD EVs due for a probe at `now` (the owner sends them and calls probe_sent()).
   std::uint16_t next_probe_due(Time now) const;
-  Time next_probe_time() const;
+  Time next_probe_time() const { return next_probe_; }
   void probe_sent(std::uint16_t slot, Time now);
 
   // Ports and controller.

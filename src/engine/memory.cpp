@@ -4,11 +4,6 @@
 
 namespace mrc::engine {
 
-bool MemoryRegion::contains(std::uint64_t va, std::uint64_t len) const {
-  const auto base = reinterpret_cast<std::uintptr_t>(addr);
-  return va >= base && len <= length && va - base <= length - len;
-}
-
 const MemoryRegion* MemoryTable::register_region(void* addr, std::uint64_t length, std::uint32_t acc) {
   if (addr == nullptr || length == 0 || (acc & ~access::kAll) != 0) return nullptr;
   if (reinterpret_cast<std::uintptr_t>(addr) > UINTPTR_MAX - length) return nullptr;

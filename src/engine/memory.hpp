@@ -20,7 +20,11 @@ struct MemoryRegion {
   std::uint32_t lkey = 0;
   std::uint32_t rkey = 0;
   /// Does [va, va+len) lie inside the region? VAs are the region's host addresses (as in verbs).
-  bool contains(std::uint64_t va, std::uint64_t len) const;
+  /// Inline: the responder asks for every packet it places.
+  bool contains(std::uint64_t va, std::uint64_t len) const {
+    const auto base = reinterpret_cast<std::uintptr_t>(addr);
+    return va >= base && len <= length && va - base <= length - len;
+  }
 };
 
 class MemoryTable {

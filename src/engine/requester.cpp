@@ -88,7 +88,7 @@ void Requester::resend_in_flight_on(std::uint8_t port, Time now) {
   std::uint32_t psn = sent_.oldest();
   while (psn != SentPackets::kNone) {
     const TxRec& r = rec(psn);
-    const std::uint32_t next = r.next;
+    const std::uint32_t next = sent_.next(psn);
     if (r.ev_slot != EvManager::kNone && evm_.ev(r.ev_slot).port == port)
       mark_lost(psn, LossCause::kPort, now);
     psn = next;
@@ -143,12 +143,11 @@ void Requester::on_timer(Time now) {
 int Requester::post_send(const SendWr& wr, Time now) {
   if (wr.length > kMaxMessage) return EINVAL;
   if (!sq_.allocated()) {
-    // The ring starts at the first message's packets (at least 16) and doubles while packets in
-    // flight need it, up to the window's slots (SentPackets): a QP sending 64 KB messages never pays
-    // for the 256 or 1024 slots of its window.
+    // The ring starts at 16 records and doubles while packets in flight need it, up to the
+    // window's slots (SentPackets): a QP pays for the packets it has in flight, not for its
+    // messages' length (the 4,032 senders of a 1 MB all-to-all of 64 hosts keep 16-32 in flight).
     const std::uint32_t full = std::bit_ceil(std::max<std::uint32_t>(cfg_.mpr * kMprUnit, 64));
-    const std::uint32_t pkts = wr.length == 0 ? 1 : (wr.length + cfg_.pmtu - 1) / cfg_.pmtu;
-    sent_.init(std::min(full, std::bit_ceil(std::max<std::uint32_t>(pkts, 16))), full);
+    sent_.init(16, full);
     sq_.reserve(cfg_.sq_depth);
   }
   if (sq_.full()) return ENOMEM;
@@ -174,7 +173,9 @@ int Requester::post_send(const SendWr& wr, Time now) {
 
 bool Requester::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bool rtx) const {
   const SendWqe& w = sq_.slot(r.wqe);
-  const std::uint32_t index = r.offset / cfg_.pmtu;
+  // The WR's packets have consecutive PSNs from its first.
+  const std::uint32_t index = (psn - w.first_psn) & kPsnMask;
+  const std::uint32_t offset = index * cfg_.pmtu;
   const bool first = index == 0;
   const bool last = index + 1 == w.npkts;
   using wire::Opcode;
@@ -192,11 +193,11 @@ bool Requester::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bo
   p.bth.rtx = rtx;
   p.meth.msn = w.msn;
   p.meth.rqmsn = w.rqmsn;
-  p.reth.va = w.wr.remote_addr + r.offset;
+  p.reth.va = w.wr.remote_addr + offset;
   p.reth.rkey = w.wr.rkey;
   p.reth.dma_len = w.wr.length;
   p.imm = w.wr.imm;
-  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + r.offset, r.len);
+  p.payload = std::span<const std::uint8_t>(w.local == nullptr ? nullptr : w.local + offset, r.len);
   return last;
 }
 

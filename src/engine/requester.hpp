@@ -276,8 +276,7 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
   TxRec& r = rec(psn);
   r = TxRec{};
   r.wqe = sq_seg_;
-  r.offset = offset;
-  r.len = len;
+  r.len = static_cast<std::uint16_t>(len);
   if (++w.sent_pkts == w.npkts) {
     sq_seg_ = sq_.next_slot(sq_seg_);
     --sq_unsent_;

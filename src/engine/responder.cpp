@@ -42,6 +42,20 @@ void Responder::deliver_wimms() {
   }
 }
 
+bool Responder::grow_wimms(std::uint32_t ahead) {
+  const std::uint32_t max = cfg_.max_wimm_dest;
+  if (ahead >= max) return false;
+  auto n = static_cast<std::uint32_t>(std::max<std::size_t>(wimm_.size(), kWimmFirst));
+  while (n <= ahead) n *= 2;
+  n = std::min(n, max);
+  // The slots in order from the next immediate to deliver, which moves to slot 0.
+  std::vector<WimmSlot> g(n);
+  for (std::size_t i = 0; i < wimm_.size(); ++i) g[i] = wimm_[(wimm_head_ + i) % wimm_.size()];
+  wimm_.swap(g);
+  wimm_head_ = 0;
+  return true;
+}
+
 int Responder::post_recv(std::uint64_t wr_id) {
   if (rq_.full()) return ENOMEM;
   rq_.push_back(wr_id);

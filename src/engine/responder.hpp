@@ -85,6 +85,10 @@ class Responder {
     std::uint32_t imm = 0;
   };
   void deliver_wimms();
+  /// Makes room for the immediate `ahead` slots past the next to deliver: false when that is
+  /// max_wimm_dest or more. The ring starts at kWimmFirst slots and doubles, up to max_wimm_dest.
+  bool grow_wimms(std::uint32_t ahead);
+  static constexpr std::uint32_t kWimmFirst = 8;
 
   Endpoint& ep_;
   std::uint32_t qpn_;
@@ -97,8 +101,8 @@ class Responder {
   PsnBitmap rcvd_;                    ///< PSNs received: the expected PSN and the window's bitmap
   std::uint64_t rcv_bytes_ = 0;
   std::uint32_t unacked_bytes_ = 0;
-  std::vector<WimmSlot>
-      wimm_;  ///< ring (max_wimm_dest, at the first WRITE_IMM); wimm_head_ holds RQMSN rq_next_deliver_
+  /// Ring (from the first WRITE_IMM, up to max_wimm_dest slots); wimm_head_ holds RQMSN rq_next_deliver_
+  std::vector<WimmSlot> wimm_;
   std::uint32_t wimm_head_ = 0;
   std::uint16_t rq_next_deliver_ = 0;
   Ring<std::uint64_t> rq_;           ///< posted receive WR ids
@@ -162,11 +166,15 @@ inline Responder::Answer Responder::on_data(const wire::Packet& p, const RxMeta&
   if (wire::has_imm(p.bth.opcode)) {
     const auto ahead = static_cast<std::uint16_t>(p.meth.rqmsn - rq_next_deliver_);
     // Slots are indexed from the next immediate to deliver, so the 16-bit RQMSN may wrap freely.
-    // Allocated by the first WRITE_IMM: a QP that only sends never holds them.
-    if (wimm_.empty()) wimm_.assign(cfg_.max_wimm_dest, WimmSlot{});
-    WimmSlot& s = wimm_[(wimm_head_ + ahead) % wimm_.size()];
-    if (ahead >= wimm_.size() || s.valid) {
+    // Allocated by the first WRITE_IMM (a QP that only sends never holds them) and grown while
+    // immediates arrive further ahead, up to max_wimm_dest.
+    if (ahead >= wimm_.size() && !grow_wimms(ahead)) {
       // More WRITE_IMMs outstanding than max_wimm_dest: a protocol violation (there is no RNR).
+      ++ctr_.rx_refused;
+      return nack(wire::NackReason::kUnexpEvent);
+    }
+    WimmSlot& s = wimm_[(wimm_head_ + ahead) % wimm_.size()];
+    if (s.valid) {  // another WRITE_IMM already holds this RQMSN
       ++ctr_.rx_refused;
       return nack(wire::NackReason::kUnexpEvent);
     }
@@ -175,7 +183,7 @@ inline Responder::Answer Responder::on_data(const wire::Packet& p, const RxMeta&
     s.byte_len = p.reth.dma_len;
     s.imm = p.imm;
   }
-  if (len > 0)
+  if (len > 0 && !meta.no_payload)
     std::memcpy(mr->addr + (p.reth.va - reinterpret_cast<std::uintptr_t>(mr->addr)), p.payload.data(), len);
   rcvd_.set(psn);
   ++ctr_.rx_data;

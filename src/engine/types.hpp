@@ -57,6 +57,9 @@ struct RxMeta {
   /// The driver's RoCEv2 ICRC prefix, folded in (wire::DecodeOptions::icrc_xor); 0: none (W16).
   std::uint32_t icrc_xor = 0;
   bool icrc_any_ipv4_id = false;  ///< wire::DecodeOptions::icrc_any_ipv4_id
+  /// The driver carries no payload bytes (a simulator's fabric): a data packet's payload is checked
+  /// against the memory region and counted as placed, but nothing is written there.
+  bool no_payload = false;
 };
 
 enum class WcStatus : std::uint8_t {

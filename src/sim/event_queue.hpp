@@ -86,10 +86,8 @@ class EventQueue {
       head_[r] = n;
       bits_[r / 64] |= std::uint64_t{1} << (r % 64);
       ++in_ring_;
-    } else if ((time >> shift_) > cur_) {
-      far_.push(QueuedEvent{time, seq, index, kind});
     } else {
-      near_insert(QueuedEvent{time, seq, index, kind});
+      push_off_ring(time, kind, index, seq);
     }
     return seq;
   }
@@ -184,6 +182,14 @@ class EventQueue {
     near_[j] = e;
   }
 
+  // Out of line, so that the ring's push saves no registers for them.
+  [[gnu::noinline]] void push_off_ring(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
+    if ((time >> shift_) > cur_)
+      far_.push(QueuedEvent{time, seq, index, kind});
+    else
+      near_insert(QueuedEvent{time, seq, index, kind});
+  }
+
   [[gnu::noinline]] void grow_nodes() {
     free_ = static_cast<std::uint32_t>(ev_.size());
     ev_.emplace_back();
@@ -226,20 +232,33 @@ class EventQueue {
       bits_[r / 64] &= ~(std::uint64_t{1} << (r % 64));
       std::uint32_t n = head_[r];
       head_[r] = kNil;
-      while (n != kNil) {  // newest first
-        near_append(ev_[n]);
-        const std::uint32_t next = next_[n];
-        next_[n] = free_;
-        free_ = n;
-        n = next;
-        --in_ring_;
+      assert(near_head_ == 0 && near_end_ == 0);
+      // near_ is empty. The list is newest first: count it (its links are in the small next_
+      // array), then fill near_ from the back, so that it is in push order. In locals: stores into
+      // near_ could alias the members, which the compiler would then store and reload every event.
+      std::uint32_t* next = next_.data();
+      std::size_t count = 0;
+      for (std::uint32_t m = n; m != kNil; m = next[m]) ++count;
+      if (count > near_.size()) [[unlikely]]
+        near_.resize(std::max<std::size_t>(16, std::bit_ceil(count)));
+      QueuedEvent* near = near_.data();
+      const QueuedEvent* ev = ev_.data();
+      std::uint32_t free = free_;
+      for (std::size_t i = count; i > 0;) {
+        near[--i] = ev[n];
+        const std::uint32_t after = next[n];
+        next[n] = free;
+        free = n;
+        n = after;
       }
+      near_end_ = count;
+      free_ = free;
+      in_ring_ -= count;
       // Push order, then sorted by (time, seq): an insertion sort for the usual few events (push
       // order is nearly sorted when seq is the push order), std::sort for a crowded slot (keyed
       // events of one instant arrive in any order: many hosts starting at once would make the
       // insertion sort quadratic). seq is unique, so both give the one (time, seq) order.
       const auto end = near_.begin() + static_cast<std::ptrdiff_t>(near_end_);
-      std::reverse(near_.begin(), end);
       if (near_end_ > kInsertionSortMax) {
         std::sort(near_.begin(), end, before);
       } else {

@@ -1073,6 +1073,7 @@ void Fabric::deliver(std::uint32_t idx) {
   meta.ecn_ce = p.ecn_ce;
   meta.trimmed = p.trimmed;
   meta.trimmed_lasthop = p.trimmed_lasthop;
+  meta.no_payload = !cfg_.carry_payload;
   ++stats_.delivered;
   const std::uint8_t* data;
   if (cfg_.carry_payload) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -40,9 +41,14 @@ std::uint32_t MrcHosts::ack_wire(const RunConfig& cfg) {
          cfg.fabric.wire_overhead;
 }
 
+void MrcHosts::ZeroBuffer::allocate(std::size_t n) {
+  bytes.reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));
+  if (bytes == nullptr) throw std::bad_alloc();
+  bytes_size = n;
+}
+
 MrcHosts::MrcHosts(const HostSetup& s)
     : ranks_(s.cfg.ranks),
-      src_buf_(s.max_part, 0x5a),
       dst_bufs_(s.nets.size()),
       part_(s.part_of_node.begin(), s.part_of_node.begin() + s.topo.hosts),
       src_mr_(s.topo.hosts, nullptr),
@@ -50,9 +56,10 @@ MrcHosts::MrcHosts(const HostSetup& s)
       dst_addr_(s.topo.hosts, 0),
       dst_rkey_(s.topo.hosts, 0) {
   const RunConfig& cfg = s.cfg;
+  src_buf_.allocate(s.max_part);
   seed_ = cfg.seed;
   for (std::size_t p = 0; p < s.nets.size(); ++p)
-    if (s.nets[p] != nullptr) dst_bufs_[p].assign(s.max_part, 0);
+    if (s.nets[p] != nullptr) dst_bufs_[p].allocate(s.max_part);
   engine::EndpointConfig ec;
   ec.num_ports = s.topo.planes;
   ec.icrc = cfg.icrc;
@@ -88,7 +95,7 @@ MrcHosts::MrcHosts(const HostSetup& s)
 
 void MrcHosts::create(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q) {
   (void)q;
-  auto reg = [](engine::Endpoint& e, const engine::MemoryRegion*& mr, std::vector<std::uint8_t>& b) {
+  auto reg = [](engine::Endpoint& e, const engine::MemoryRegion*& mr, const ZeroBuffer& b) {
     if (mr == nullptr) mr = e.memory().register_region(b.data(), b.size(), engine::access::kAll);
     if (mr == nullptr) throw std::runtime_error("run: memory registration failed");
   };

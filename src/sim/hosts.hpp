@@ -11,7 +11,9 @@
 // connects the local ends. Calls about a QP end that is not local do nothing (bytes_placed: 0;
 // add_counters adds the local ends only, so the ranks' counters add up to the run's).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -93,10 +95,22 @@ class MrcHosts {
   engine::QpConfig qc_;
   std::uint64_t seed_ = 1;  ///< the run's seed (QP k's engine seed derives from it)
   std::uint8_t mpr_ = 0;
+  /// Zeroed bytes from calloc: pages nobody writes stay the kernel's shared zero page, so a
+  /// buffer the fabric never reads (payloads are not carried by default) costs no memory.
+  struct ZeroBuffer {
+    struct Free {
+      void operator()(std::uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<std::uint8_t, Free> bytes;
+    std::size_t bytes_size = 0;
+    void allocate(std::size_t n);
+    std::uint8_t* data() const { return bytes.get(); }
+    std::size_t size() const { return bytes_size; }
+  };
   // One shared source buffer and one sink buffer per partition (contents are not checked; a
   // partition's thread is the only writer of its sink), registered per host.
-  std::vector<std::uint8_t> src_buf_;
-  std::vector<std::vector<std::uint8_t>> dst_bufs_;
+  ZeroBuffer src_buf_;
+  std::vector<ZeroBuffer> dst_bufs_;
   std::vector<std::uint32_t> part_;  ///< per host
   std::vector<const engine::MemoryRegion*> src_mr_, dst_mr_;
   /// Per host: address and rkey of its sink buffer (distributed: those of the rank that has it).

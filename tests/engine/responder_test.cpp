@@ -88,6 +88,22 @@ TEST(Responder, PlacesPacketsInAnyOrderAndAdvancesTheExpectedPsn) {
   EXPECT_EQ(r.ctr.bytes_placed, std::uint64_t{n} * kPmtu);
 }
 
+TEST(Responder, WithoutPayloadBytesAPacketIsCheckedAndCountedButNotPlaced) {
+  // A simulator's fabric carries no payload (RxMeta::no_payload): the memory stays untouched, the
+  // PSN is received and the bytes count; bounds are still checked.
+  Rig r;
+  RxMeta m;
+  m.no_payload = true;
+  EXPECT_EQ(r.rx->on_data(r.data(0, 2), m).reply, Responder::Reply::kNone);
+  EXPECT_FALSE(r.placed(0));
+  EXPECT_TRUE(std::all_of(r.mem.begin(), r.mem.begin() + kPmtu, [](std::uint8_t b) { return b == 0; }));
+  EXPECT_EQ(r.rx->epsn(), psn_add(kRqPsn, 1));
+  EXPECT_EQ(r.ctr.bytes_placed, std::uint64_t{kPmtu});
+  wire::Packet out = r.data(1, 2);
+  out.reth.va = reinterpret_cast<std::uintptr_t>(r.mem.data()) + r.mem.size();  // past the region
+  EXPECT_EQ(r.rx->on_data(out, m).reply, Responder::Reply::kAccessNak);
+}
+
 TEST(Responder, AnAckRequestIsAnsweredAndSoIsTheFillOfTheHoleBelowIt) {
   Rig r;
   RxMeta m;
@@ -205,6 +221,44 @@ TEST(Responder, MoreWriteImmediatesThanMaxWimmDestAreAProtocolViolation) {
   EXPECT_EQ(a.reply, Responder::Reply::kNack);
   EXPECT_EQ(a.reason, wire::NackReason::kUnexpEvent);
   EXPECT_FALSE(r.placed(3));
+}
+
+TEST(Responder, WriteImmediateSlotsGrowWithTheImmediatesOutstanding) {
+  // The slots start small at the first WRITE_IMM and grow, keeping their order from the next
+  // immediate to deliver, while immediates arrive further ahead (up to max_wimm_dest).
+  Rig r(8, 64);
+  RxMeta m;
+  auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) {
+    wire::Packet p = r.data(i, 1, true);
+    p.bth.opcode = wire::Opcode::kWriteOnlyImm;
+    p.meth.rqmsn = rqmsn;
+    p.imm = 1000 + rqmsn;
+    return p;
+  };
+  for (std::uint64_t w = 0; w < 50; ++w) ASSERT_EQ(r.rx->post_recv(w), 0);
+  const std::size_t before = r.rx->heap_bytes();
+  for (std::uint16_t k = 0; k < 3; ++k) ASSERT_EQ(r.rx->on_data(imm(k, k), m).reply, Responder::Reply::kSack);
+  // One immediate outstanding at a time: 8 slots (16 bytes each), not max_wimm_dest's 64.
+  EXPECT_LE(r.rx->heap_bytes() - before, 8u * 16u);
+  Completion c;
+  for (std::uint64_t w = 0; w < 3; ++w) {
+    ASSERT_TRUE(r.ep.poll_completion(c));
+    EXPECT_EQ(c.wr_id, w);
+  }
+  // RQMSNs 3..42 at PSNs 4..43, newest first, behind a plain WRITE at PSN 3 that comes last.
+  for (std::uint16_t k = 42; k >= 3; --k)
+    ASSERT_EQ(r.rx->on_data(imm(k + 1u, k), m).reply, Responder::Reply::kSack) << k;
+  EXPECT_FALSE(r.ep.poll_completion(c));
+  EXPECT_GT(r.rx->heap_bytes() - before, 8u * 16u);
+  // The slots hold at most max_wimm_dest: RQMSN 3 + 64 is refused.
+  EXPECT_EQ(r.rx->on_data(imm(70, 3 + 64), m).reason, wire::NackReason::kUnexpEvent);
+  r.rx->on_data(r.data(3, 1), m);
+  for (std::uint64_t w = 3; w <= 42; ++w) {
+    ASSERT_TRUE(r.ep.poll_completion(c)) << w;
+    EXPECT_EQ(c.wr_id, w);
+    EXPECT_EQ(c.imm, 1000u + w);
+  }
+  EXPECT_FALSE(r.ep.poll_completion(c));
 }
 
 TEST(Responder, EveryArrivalIsReportedBySomeSack) {

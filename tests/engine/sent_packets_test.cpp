@@ -15,7 +15,7 @@ namespace {
 
 std::vector<std::uint32_t> in_flight(const SentPackets& s) {
   std::vector<std::uint32_t> v;
-  for (std::uint32_t psn = s.oldest(); psn != SentPackets::kNone; psn = s.rec(psn).next) v.push_back(psn);
+  for (std::uint32_t psn = s.oldest(); psn != SentPackets::kNone; psn = s.next(psn)) v.push_back(psn);
   return v;
 }
 
@@ -44,7 +44,7 @@ TEST(SentPackets, GrowingKeepsRecordsAndListAcrossThePsnWrap) {
   const std::uint32_t una = kPsnMask - 9;  // [una, una + 16) wraps to PSN 5
   for (std::uint32_t i = 0; i < 16; ++i) {
     const std::uint32_t psn = psn_add(una, i);
-    s.rec(psn).offset = i * 4096;
+    s.rec(psn).wqe = i;
     s.rec(psn).flags = kValid | kInFlight;
   }
   // Sent in a shuffled order: the list links by PSN survive the move to other slots.
@@ -53,12 +53,38 @@ TEST(SentPackets, GrowingKeepsRecordsAndListAcrossThePsnWrap) {
   s.grow(una, psn_add(una, 16));
   EXPECT_EQ(s.slots(), 32u);
   EXPECT_EQ(s.max_slots(), 256u);
-  for (std::uint32_t i = 0; i < 16; ++i) EXPECT_EQ(s.rec(psn_add(una, i)).offset, i * 4096);
+  for (std::uint32_t i = 0; i < 16; ++i) EXPECT_EQ(s.rec(psn_add(una, i)).wqe, i);
   std::vector<std::uint32_t> want;
   for (std::uint32_t i : order) want.push_back(psn_add(una, i));
   EXPECT_EQ(in_flight(s), want);
   // Slots that were free are clean records.
   EXPECT_EQ(s.rec(psn_add(una, 16)).flags, 0u);
+}
+
+TEST(SentPackets, LinksSpanTheWholeLargestWindowAcrossThePsnWrap) {
+  // The links are 16-bit PSN distances: the first and last PSN of a window of kMaxSlots, sent in
+  // either order, are neighbours.
+  SentPackets s;
+  s.init(SentPackets::kMaxSlots, SentPackets::kMaxSlots);
+  const std::uint32_t una = kPsnMask - 100;
+  const std::uint32_t last = psn_add(una, SentPackets::kMaxSlots - 1);
+  s.push(last);
+  s.push(una);
+  s.push(psn_add(una, 7));
+  s.push(psn_add(last, -1));
+  EXPECT_EQ(in_flight(s), (std::vector<std::uint32_t>{last, una, psn_add(una, 7), psn_add(last, -1)}));
+  s.remove(una);
+  s.remove(psn_add(una, 7));
+  EXPECT_EQ(in_flight(s), (std::vector<std::uint32_t>{last, psn_add(last, -1)}));
+  s.remove(psn_add(last, -1));
+  s.push(una);
+  EXPECT_EQ(in_flight(s), (std::vector<std::uint32_t>{last, una}));
+  EXPECT_EQ(s.oldest(), last);
+  EXPECT_EQ(s.newest(), una);
+  s.remove(last);
+  EXPECT_EQ(in_flight(s), (std::vector<std::uint32_t>{una}));
+  s.remove(una);
+  EXPECT_TRUE(s.none_in_flight());
 }
 
 TEST(SentPackets, MatchesAListUnderRandomSendsAcksAndGrowth) {
