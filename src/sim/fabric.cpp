@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "sim/node_timer.hpp"
 #include "sim/roce.hpp"
@@ -148,6 +149,9 @@ std::uint32_t Fabric::port_from(std::uint32_t port) const {
 std::uint32_t Fabric::port_to(std::uint32_t port) const {
   return ports_[port].to;
 }
+std::uint32_t Fabric::fib_rows() const {
+  return leaves_ == 0 ? 0 : static_cast<std::uint32_t>(fib_.size() / leaves_);
+}
 const PortCounters& Fabric::port_counters(std::uint32_t port) const {
   return ports_[port].ctr;
 }
@@ -159,7 +163,16 @@ std::uint64_t Fabric::serialization_ps(std::uint64_t bytes, double rate_bps) {
 }
 
 Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
-    : topo_(topo), cfg_(cfg), events_(kEventSlotShift), tx_(new engine::TxPacket) {
+    : Fabric(std::make_shared<const Topology>(topo), cfg) {}
+
+Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg)
+    : shared_topo_(std::move(topo)),
+      topo_(*shared_topo_),
+      nhosts_(topo_.hosts),
+      planes_(topo_.planes),
+      cfg_(cfg),
+      events_(kEventSlotShift),
+      tx_(new engine::TxPacket) {
   static_assert(sizeof(Packet) == 64, "a packet is one cache line");
   topo_.validate();
   if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
@@ -175,8 +188,8 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
       Port& p = ports_[2 * i + static_cast<std::size_t>(dir)];
       p.from = dir == 0 ? l.a : l.b;
       p.to = dir == 0 ? l.b : l.a;
-      p.from_host = p.from < topo_.hosts;
-      p.to_host = p.to < topo_.hosts;
+      p.from_host = p.from < nhosts_;
+      p.to_host = p.to < nhosts_;
       p.rate_bps = l.rate_bps;
       p.latency_ps = l.latency * 1000;
     }
@@ -189,7 +202,7 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
   node_rng_.reserve(topo_.nodes.size());
   for (std::uint64_t n = 0; n < topo_.nodes.size(); ++n)
     node_rng_.emplace_back(mix64(cfg_.seed ^ mix64(n + 0x6a09e667f3bcc909ULL)));
-  hosts_.resize(topo_.hosts);
+  hosts_.resize(nhosts_);
   index_leaves();
   build_fib();
   events_.reserve(4096);
@@ -200,9 +213,12 @@ Fabric::~Fabric() = default;
 
 // Leaves (switches hosts attach to), their index within their plane, and each host's leaf per plane.
 void Fabric::index_leaves() {
-  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts, planes = topo_.planes;
+  const std::uint32_t n = topo_.num_nodes(), hosts = nhosts_, sw = n - hosts, planes = planes_;
   sw_.assign(sw, SwInfo{});
-  for (std::uint32_t s = hosts; s < n; ++s) sw_[s - hosts].plane = topo_.nodes[s].plane;
+  for (std::uint32_t s = hosts; s < n; ++s) {
+    sw_[s - hosts].plane = topo_.nodes[s].plane;
+    sw_[s - hosts].row = s - hosts;  // set_partition keeps rows for its own switches only
+  }
   std::vector<std::uint32_t> per_plane(planes, 0);
   std::vector<std::uint32_t>& leaf_nodes = leaf_nodes_;
   leaf_nodes.clear();
@@ -226,9 +242,10 @@ void Fabric::index_leaves() {
 // its distance; the group of switch s for that leaf is its up egress ports towards a neighbour
 // switch one hop closer. A host is reachable only through its leaf, so this is also the route to
 // each of the leaf's hosts from every switch but the leaf itself (which uses its port to the host).
-// Singleton groups are the port ids themselves; larger groups are deduplicated per switch.
+// Singleton groups are the port ids themselves; larger groups are deduplicated per switch. Only
+// switches with a FIB row (partitioned: this partition's) get their groups.
 void Fabric::build_fib() {
-  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts;
+  const std::uint32_t n = topo_.num_nodes(), hosts = nhosts_, sw = n - hosts;
   const std::vector<std::uint32_t>& leaf_nodes = leaf_nodes_;
   std::vector<std::uint32_t> in_start(n + 1, 0), out_start(n + 1, 0);
   for (const Port& p : ports_) {
@@ -261,7 +278,9 @@ void Fabric::build_fib() {
     group_ports_[i] = i;
   }
   std::vector<std::vector<std::uint32_t>> sw_groups(sw);  // per switch: its multi-port group ids
-  fib_.assign(static_cast<std::size_t>(sw) * leaves_, kNone);
+  const auto rows = static_cast<std::size_t>(
+      std::count_if(sw_.begin(), sw_.end(), [](const SwInfo& si) { return si.row != kNone; }));
+  fib_.assign(rows * leaves_, kNone);
   std::vector<std::uint32_t> dist(n, kNone), queue;
   std::vector<std::uint32_t> cand;
   queue.reserve(n);
@@ -281,7 +300,8 @@ void Fabric::build_fib() {
     }
     const std::uint32_t li = sw_[leaf - hosts].leaf;
     for (const std::uint32_t s : queue) {
-      if (s == leaf) continue;
+      const std::uint32_t row = sw_[s - hosts].row;
+      if (s == leaf || row == kNone) continue;
       cand.clear();
       for (std::uint32_t k = out_start[s]; k < out_start[s + 1]; ++k) {
         const std::uint32_t v = out_to[k];
@@ -307,24 +327,25 @@ void Fabric::build_fib() {
           sw_groups[s - hosts].push_back(gid);
         }
       }
-      fib_[static_cast<std::size_t>(s - hosts) * leaves_ + li] = gid;
+      fib_[static_cast<std::size_t>(row) * leaves_ + li] = gid;
     }
   }
   for (std::uint32_t v : queue) dist[v] = kNone;
 }
 
 const std::uint32_t* Fabric::fib_entry(std::uint32_t node, std::uint32_t dst) const {
-  const SwInfo& si = sw_[node - topo_.hosts];
-  const DstInfo& di = dst_[static_cast<std::size_t>(dst) * topo_.planes + si.plane];
+  const SwInfo& si = sw_[node - nhosts_];
+  const DstInfo& di = dst_[static_cast<std::size_t>(dst) * planes_ + si.plane];
   if (di.leaf_node == node) return nullptr;
-  return &fib_[static_cast<std::size_t>(node - topo_.hosts) * leaves_ + di.leaf];
+  assert(si.row != kNone);
+  return &fib_[static_cast<std::size_t>(si.row) * leaves_ + di.leaf];
 }
 
 std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
                              std::uint32_t ev) const {
   const std::uint32_t* fe = fib_entry(node, dst);
   if (fe == nullptr)
-    return dst_[static_cast<std::size_t>(dst) * topo_.planes + sw_[node - topo_.hosts].plane].down_port;
+    return dst_[static_cast<std::size_t>(dst) * planes_ + sw_[node - nhosts_].plane].down_port;
   const std::uint32_t gid = *fe;
   if (gid == kNone) return kNone;
   const Group& g = groups_[gid];
@@ -340,15 +361,16 @@ std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_
 std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
                                          std::uint32_t ev) const {
   std::vector<std::uint32_t> path;
-  if (src >= topo_.hosts || dst >= topo_.hosts || plane >= topo_.planes) return path;
-  std::uint32_t port = host_port_[src * topo_.planes + plane];
+  if (src >= nhosts_ || dst >= nhosts_ || plane >= planes_) return path;
+  std::uint32_t port = host_port_[src * planes_ + plane];
   for (int hop = 0; hop < 64; ++hop) {
     path.push_back(port);
     const std::uint32_t node = ports_[port].to;
-    if (node < topo_.hosts) {
+    if (node < nhosts_) {
       if (node != dst) path.clear();
       return path;
     }
+    if (sw_[node - nhosts_].row == kNone) break;  // another partition's switch: no route here
     port = select(node, src, dst, ev);
     if (port == kNone) break;
   }
@@ -357,13 +379,13 @@ std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, s
 }
 
 void Fabric::attach(std::uint32_t host, engine::Endpoint& ep) {
-  if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
+  if (host >= nhosts_) throw std::invalid_argument("fabric: attach to a host id out of range");
   hosts_[host].ep = &ep;
   hosts_[host].roce = nullptr;
 }
 
 void Fabric::attach(std::uint32_t host, RoceNic& nic) {
-  if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
+  if (host >= nhosts_) throw std::invalid_argument("fabric: attach to a host id out of range");
   hosts_[host].roce = &nic;
   hosts_[host].ep = nullptr;
 }
@@ -414,7 +436,7 @@ void Fabric::apply_fault(const LinkFault& f) {
   }
   const bool is_up = ports_[2 * f.link].up;
   if (was_up == is_up) return;
-  if (topo_.links[f.link].a < topo_.hosts) {
+  if (topo_.links[f.link].a < nhosts_) {
     host_link_changed(f.link, is_up);
     return;  // leaf-host links are not in any ECMP group
   }
@@ -429,12 +451,9 @@ void Fabric::apply_fault(const LinkFault& f) {
 void Fabric::reconverge() {
   build_fib();
   if (primary_) ++stats_.reconvergences;
-  // Packets on the wire carry their next switch's choice: make it again with the new FIB (also
-  // those on their way to another partition: they are on the wire too).
-  for (auto& box : out_)
-    for (Msg& m : box)
-      if (m.kind == kArrive && !ports_[m.port].to_host)
-        m.pkt.out = select(ports_[m.port].to, m.pkt.src, m.pkt.dst, m.pkt.ev);
+  // Packets on the wire carry their next switch's choice: make it again with the new FIB. (Those
+  // on their way to another partition carry none: the receiver chooses when it takes them, after
+  // the window, whose reconvergences it has applied too.)
   for (Port& pt : ports_) {
     if (pt.to_host) continue;
     std::uint32_t prev = kNone;
@@ -678,6 +697,11 @@ void Fabric::set_partition(const std::vector<std::uint32_t>& part_of_node, std::
   out_.assign(parts, {});
   out_bytes_.assign(parts, {});
   for (Port& pt : ports_) pt.remote = part_[pt.from] == self && part_[pt.to] != self;
+  // FIB rows for our own switches only, numbered in node order.
+  std::uint32_t rows = 0;
+  for (std::uint32_t s = nhosts_; s < topo_.num_nodes(); ++s)
+    sw_[s - nhosts_].row = part_[s] == self ? rows++ : kNone;
+  build_fib();
 }
 
 void Fabric::run_window(Time end_ps) {
@@ -735,6 +759,8 @@ void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
     std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
   }
   p.next = kNone;
+  const Port& pt = ports_[m.port];
+  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
   append_to_wire(m.port, idx, m.key);
 }
 
@@ -806,7 +832,7 @@ void Fabric::service(std::uint32_t host) {
   Host& h = hosts_[host];
   if (h.ep == nullptr && h.roce == nullptr) return;
   engine::TxPacket& tx = *tx_;
-  const std::uint32_t planes = topo_.planes;
+  const std::uint32_t planes = planes_;
   for (;;) {
     std::uint32_t free_ports = 0;
     for (std::uint32_t p = 0; p < planes; ++p) {
@@ -815,7 +841,7 @@ void Fabric::service(std::uint32_t host) {
     }
     if (free_ports == 0) break;
     if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
-    if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= topo_.hosts ||
+    if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= nhosts_ ||
         tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize ||
         tx.trailer_len > sizeof(tx.trailer) || (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
       ++stats_.bad_tx;
@@ -858,7 +884,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   p.ecn_ce = p.trimmed = p.trimmed_lasthop = false;
   p.trimmable = hosts_[host].roce == nullptr;
   ++stats_.sent;
-  const std::uint32_t port = host_port_[host * topo_.planes + tx.port];
+  const std::uint32_t port = host_port_[host * planes_ + tx.port];
   start_tx(port, idx);
   Port& pt = ports_[port];
   if (!pt.wake_pending) wake(port);  // re-poll the endpoint when the port frees up
@@ -902,11 +928,11 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   // only the head has an event, so the event queue holds O(busy links), not O(packets in flight).
   p.arrive_ps = pt.busy_until + pt.latency_ps;
   p.next = kNone;
-  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
   if (pt.remote) [[unlikely]] {
-    send_remote(port, idx);
+    send_remote(port, idx);  // the receiving partition looks its route up
     return;
   }
+  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
   append_to_wire(port, idx, event_key(kcArrive, port, 0));
 }
 
@@ -1047,7 +1073,7 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
 void Fabric::on_arrive(std::uint32_t idx) {
   Packet& p = pool_[idx];
   const std::uint32_t node = ports_[p.port].to;
-  if (node < topo_.hosts) {
+  if (node < nhosts_) {
     deliver(idx);
     return;
   }
@@ -1057,7 +1083,7 @@ void Fabric::on_arrive(std::uint32_t idx) {
     return;
   }
   // start_tx on `out` will look up the next switch's route: it is usually cold, fetch it now.
-  if (const Port& o = ports_[out]; !o.to_host)
+  if (const Port& o = ports_[out]; !o.to_host && !o.remote)
     if (const std::uint32_t* fe = fib_entry(o.to, p.dst)) __builtin_prefetch(fe);
   enqueue(out, idx);
 }

@@ -56,17 +56,24 @@
 // not allocate once the packet pool has warmed up.
 //
 // Partitions (parallel runs, D55). set_partition() makes this Fabric one partition of a network
-// split over several Fabrics (one per thread), each a full copy of the topology and FIB that runs
-// only the events of its own nodes: the hosts attached to it and the switches the partition map
-// gives it. A packet sent on a link to another partition's node leaves through an outbox, stamped
-// with its arrival time; take_messages() moves another partition's outbox for us into our queue
-// (PFC PAUSE/RESUME cross the same way). That is exact as long as every partition stops each window
-// before the earliest arrival it could still receive: run_window() up to the window's end, at most
-// the minimum link latency (the lookahead) after its start, then exchange. Because the tie-break
-// key and the random draws are per object, the events of every node run in the same order as in one
-// unpartitioned Fabric, so results do not depend on the partitioning. Every partition applies every
-// fault and reconvergence to its copy (only partition 0 counts them in its statistics); the sum of
-// the partitions' statistics (merge_stats) is that of one Fabric.
+// split over several Fabrics (one per thread, of every rank), each running only the events of its
+// own nodes: the hosts attached to it and the switches the partition map gives it. A packet sent on
+// a link to another partition's node leaves through an outbox, stamped with its arrival time;
+// take_messages() moves another partition's outbox for us into our queue (PFC PAUSE/RESUME cross the
+// same way). That is exact as long as every partition stops each window before the earliest arrival
+// it could still receive: run_window() up to the window's end, at most the minimum link latency (the
+// lookahead) after its start, then exchange. Because the tie-break key and the random draws are per
+// object, the events of every node run in the same order as in one unpartitioned Fabric, so results
+// do not depend on the partitioning. Every partition applies every fault and reconvergence (only
+// partition 0 counts them in its statistics); the sum of the partitions' statistics (merge_stats)
+// is that of one Fabric.
+// What a partition holds: the topology is shared, not copied, by the Fabrics built from one
+// shared_ptr (a process's partitions and its runner); the FIB has rows, and multi-port ECMP groups,
+// for its own switches only, so the next switch of a packet crossing to another partition is chosen
+// by the receiver when it takes the message (after the window, whose reconvergences it has applied
+// as well: the same FIB the sender has). Not divided: every partition still has a Port record (192
+// bytes) for both directions of every link, a singleton group per port, and per-node and per-host
+// arrays (RNGs, salts, leaf lookup, host records), of which it uses only its own nodes' and ports'.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -166,7 +173,10 @@ struct PortCounters {
 
 class Fabric {
  public:
+  /// Keeps its own copy of `topo`.
   Fabric(const Topology& topo, const FabricConfig& cfg);
+  /// Shares `topo` (read only) with whoever else holds it: the partitions of one process.
+  Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
@@ -248,6 +258,9 @@ class Fabric {
   std::uint64_t queued_bytes(std::uint32_t port) const;
   std::uint32_t port_from(std::uint32_t port) const;
   std::uint32_t port_to(std::uint32_t port) const;
+  /// Switches with a row in the FIB: all of them, partitioned only this partition's (a trace()
+  /// that reaches another partition's switch is empty).
+  std::uint32_t fib_rows() const;
 
   // --- statistics -------------------------------------------------------------------------------
   /// Partitioned: this partition's share (merge_stats adds them up).
@@ -273,10 +286,10 @@ class Fabric {
   struct Packet;
   struct Msg;
   struct InlineBytes;
-  /// Per switch: its plane and, for a switch that hosts attach to (a leaf), its index among the
-  /// leaves of that plane.
+  /// Per switch: its plane, for a switch that hosts attach to (a leaf) its index among the leaves
+  /// of that plane, and its row of fib_ (~0u: another partition's switch, no row here).
   struct SwInfo {
-    std::uint32_t plane = 0, leaf = ~0u;
+    std::uint32_t plane = 0, leaf = ~0u, row = ~0u;
   };
   /// Per (host, plane): the leaf switch it attaches to, that leaf's index and the leaf's port to it.
   struct DstInfo {
@@ -326,7 +339,9 @@ class Fabric {
   /// Queues one message from another partition (its packet's bytes at bytes + m.bytes_at).
   void take_message(const Msg& m, const std::uint8_t* bytes);
 
-  Topology topo_;
+  std::shared_ptr<const Topology> shared_topo_;
+  const Topology& topo_;                   ///< *shared_topo_
+  std::uint32_t nhosts_ = 0, planes_ = 0;  ///< topo_.hosts and topo_.planes (read per packet)
   FabricConfig cfg_;
   std::uint64_t control_cap_ = 0;
   std::vector<Rng> node_rng_;  ///< per node: its coin flips (ECN, gray loss)
@@ -335,9 +350,9 @@ class Fabric {
   std::vector<Port> ports_;
   std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port id
   std::vector<std::uint64_t> salt_;       ///< per node (switches)
-  /// [(node - hosts) * leaves_ + leaf index of the destination] = group id. Routes are the same for
+  /// [SwInfo::row * leaves_ + leaf index of the destination] = group id. Routes are the same for
   /// all hosts of a leaf except at the leaf itself (DstInfo::down_port), so the FIB scales with
-  /// switches x leaves, not switches x hosts.
+  /// switches x leaves, not switches x hosts. Partitioned: rows for this partition's switches only.
   std::vector<std::uint32_t> fib_;
   std::uint32_t leaves_ = 0;  ///< max leaves per plane
   std::vector<std::uint32_t> leaf_nodes_;
