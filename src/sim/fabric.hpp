@@ -68,12 +68,17 @@
 // partition 0 counts them in its statistics); the sum of the partitions' statistics (merge_stats)
 // is that of one Fabric.
 // What a partition holds: the topology is shared, not copied, by the Fabrics built from one
-// shared_ptr (a process's partitions and its runner); the FIB has rows, and multi-port ECMP groups,
-// for its own switches only, so the next switch of a packet crossing to another partition is chosen
-// by the receiver when it takes the message (after the window, whose reconvergences it has applied
-// as well: the same FIB the sender has). Not divided: every partition still has a Port record (192
-// bytes) for both directions of every link, a singleton group per port, and per-node and per-host
-// arrays (RNGs, salts, leaf lookup, host records), of which it uses only its own nodes' and ports'.
+// shared_ptr (a process's partitions and its runner); Port records only for the ports that leave or
+// reach its own nodes (its egress ports and the receiving side of the links into it), in global
+// order, so inside the Fabric a port id is that local index and Port::gid the global id (2 * link +
+// direction) that event keys, messages and the public API use (an unpartitioned Fabric holds all
+// of them: local = global); FIB rows, and multi-port ECMP groups, for its own switches only, so the
+// next switch of a packet crossing to another partition is chosen by the receiver when it takes the
+// message (after the window, whose reconvergences it has applied as well: the same FIB the sender
+// has). Routing is rebuilt from the topology and a per-link up flag, since every partition needs
+// the whole network's shortest paths. Not divided: per-link and per-node arrays (up flags, the
+// global-to-local port map, RNGs, salts, switch info), per (host, plane) leaf lookup and per-host
+// records, of which it uses only its own nodes' entries (bytes, not Port records, per item).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -177,6 +182,10 @@ class Fabric {
   Fabric(const Topology& topo, const FabricConfig& cfg);
   /// Shares `topo` (read only) with whoever else holds it: the partitions of one process.
   Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg);
+  /// The same made partition `self` of `parts` at once (see set_partition; the whole network's
+  /// ports are never built).
+  Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
+         const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
@@ -198,7 +207,7 @@ class Fabric {
 
   // --- partitions (see the top of this file) --------------------------------------------------
   /// Makes this Fabric partition `self` of `parts`: part_of_node[n] is node n's partition. Call
-  /// before anything is sent; attach only the hosts of this partition.
+  /// before anything is sent or any fault applied; attach only the hosts of this partition.
   void set_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts);
   /// Processes every event due before `end_ps` (exclusive).
   void run_window(Time end_ps);
@@ -248,7 +257,8 @@ class Fabric {
 
   // --- routing introspection --------------------------------------------------------------------
   /// The egress ports (directed links) a packet from src to dst with this EV leaving on NIC port
-  /// `plane` crosses, in order; empty if unreachable.
+  /// `plane` crosses, in order; empty if unreachable (partitioned: also if src or a switch on the
+  /// way is another partition's).
   std::vector<std::uint32_t> trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
                                    std::uint32_t ev) const;
   /// Directed port id: 2*link for a->b, 2*link+1 for b->a.
@@ -261,13 +271,15 @@ class Fabric {
   /// Switches with a row in the FIB: all of them, partitioned only this partition's (a trace()
   /// that reaches another partition's switch is empty).
   std::uint32_t fib_rows() const;
+  /// Port records held: num_ports(), partitioned only the ports that leave or reach its nodes.
+  std::uint32_t ports_held() const;
 
   // --- statistics -------------------------------------------------------------------------------
   /// Partitioned: this partition's share (merge_stats adds them up).
   const FabricStats& stats() const { return stats_; }
   /// Partitioned: what this partition counted for the port (its sender's side: transmissions,
   /// trims, marks, queue drops, peak; its receiver's side: drops on the wire, PFC pauses, peak
-  /// ingress bytes).
+  /// ingress bytes); zeros for a port neither end of which is ours.
   const PortCounters& port_counters(std::uint32_t port) const;
   std::uint64_t packets_in_flight() const { return live_; }
   std::size_t pool_size() const;
@@ -301,6 +313,11 @@ class Fabric {
     std::uint32_t start = 0, count = 0;
   };
 
+  void assign_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self,
+                        std::uint32_t parts);
+  void init_ports();
+  /// Our index of global port `port` (kNone if we do not hold it).
+  std::uint32_t local_port(std::uint32_t port) const;
   void index_leaves();
   void build_fib();
   std::uint32_t select(std::uint32_t sw_node, std::uint32_t src, std::uint32_t dst, std::uint32_t ev) const;
@@ -347,8 +364,12 @@ class Fabric {
   std::vector<Rng> node_rng_;  ///< per node: its coin flips (ECN, gray loss)
   Time now_ps_ = 0;
   EventQueue events_;
+  /// The ports we hold (partitioned: those from or to our nodes), in global order; every port id
+  /// inside the Fabric (events, packets, groups) is an index here, the global id is Port::gid.
   std::vector<Port> ports_;
-  std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port id
+  std::vector<std::uint32_t> g2l_;        ///< partitioned: global port id -> ours (kNone: not held)
+  std::vector<std::uint8_t> link_up_;     ///< per link of the network (routing sees all of them)
+  std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port (kNone: not ours)
   std::vector<std::uint64_t> salt_;       ///< per node (switches)
   /// [SwInfo::row * leaves_ + leaf index of the destination] = group id. Routes are the same for
   /// all hosts of a leaf except at the leaf itself (DstInfo::down_port), so the FIB scales with

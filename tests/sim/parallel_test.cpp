@@ -151,9 +151,10 @@ TEST(SimPartition, PackedRecords) {
   EXPECT_THROW(a.take_packed(rec), std::runtime_error);  // addressed to partition 1, not to us
 }
 
-// A partition shares the topology it is given and keeps FIB rows for its own switches only: a route
-// through them is one Fabric's, a route that reaches another partition's switch is not known here.
-TEST(SimPartition, FibRowsForOwnSwitchesOnly) {
+// A partition shares the topology it is given, holds the ports that leave or reach its nodes and
+// FIB rows for its own switches only: a route through them is one Fabric's (the same global port
+// ids), a route that reaches another partition's switch is not known here.
+TEST(SimPartition, HoldsItsOwnPortsAndFibRowsOnly) {
   const auto t = std::make_shared<const Topology>(clos(8, 2));
   const std::vector<std::uint32_t> part = partition_nodes(*t, make_permutation(t->hosts, 1000, 1), 2);
   Fabric whole(t, FabricConfig{});
@@ -166,6 +167,17 @@ TEST(SimPartition, FibRowsForOwnSwitchesOnly) {
   EXPECT_EQ(a.fib_rows(), own);
   EXPECT_GT(own, 0u);
   EXPECT_LT(own, whole.fib_rows());
+  std::uint32_t held = 0;
+  for (std::uint32_t p = 0; p < whole.num_ports(); ++p)
+    held += part[whole.port_from(p)] == 0 || part[whole.port_to(p)] == 0 ? 1 : 0;
+  EXPECT_EQ(whole.ports_held(), whole.num_ports());
+  EXPECT_EQ(a.ports_held(), held);
+  EXPECT_LT(held, whole.num_ports());
+  EXPECT_EQ(a.num_ports(), whole.num_ports());
+  // A partition made at construction is the same as one made by set_partition.
+  const Fabric b(t, FabricConfig{}, part, 0, 2);
+  EXPECT_EQ(b.ports_held(), held);
+  EXPECT_EQ(b.fib_rows(), own);
   std::uint32_t same = 0, unknown = 0;
   for (std::uint32_t s = 0; s < t->hosts; ++s) {
     if (part[s] != 0) continue;
@@ -178,6 +190,7 @@ TEST(SimPartition, FibRowsForOwnSwitchesOnly) {
         for (std::size_t i = 0; i + 1 < w.size(); ++i) mine = mine && part[whole.port_to(w[i])] == 0;
         if (mine) {
           EXPECT_EQ(p, w);
+          EXPECT_EQ(b.trace(s, d, plane, s * 31 + d), w);
           ++same;
         } else {
           EXPECT_TRUE(p.empty());
