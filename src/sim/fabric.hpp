@@ -78,7 +78,7 @@
 // has). Routing is rebuilt from the topology and a per-link up flag, since every partition needs
 // the whole network's shortest paths. Not divided: per-link and per-node arrays (up flags, the
 // global-to-local port map, RNGs, salts, switch info), per (host, plane) leaf lookup and per-host
-// records, of which it uses only its own nodes' entries (bytes, not Port records, per item).
+// records, of which it uses only its own nodes' entries (up to 48 bytes an item; a Port is 192).
 #pragma once
 #include <cstdint>
 #include <functional>
