@@ -92,7 +92,8 @@ struct Fabric::Host {
 };
 
 /// An event for another partition: an arrival (a copy of the packet, its bytes at bytes_at in the
-/// outbox's byte buffer) or a PAUSE/RESUME.
+/// outbox's byte buffer; its port, out and next fields are the sender's and not used) or a
+/// PAUSE/RESUME. `port` is the global port id.
 struct Fabric::Msg {
   Packet pkt;
   Time time = 0;
@@ -777,7 +778,8 @@ Time Fabric::next_message_ps() const {
 }
 
 // The packet leaves this partition: a copy with its bytes goes to the outbox of the partition of
-// the link's far end, which queues it on its copy of the link when it takes its messages.
+// the link's far end, which queues it on its side of the link (its record of the same port, found
+// by the global id) and picks its next hop when it takes its messages.
 void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
   const std::uint32_t to = part_[ports_[port].to];
   const Packet& p = pool_[idx];
