@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "sim/node_timer.hpp"
 #include "sim/roce.hpp"
@@ -77,6 +78,7 @@ struct alignas(64) Fabric::Port {
   bool xoff = false, paused = false;
   bool remote = false;        ///< partitioned: `to` is another partition's node (send_remote)
   std::uint32_t pfc_ctr = 0;  ///< as an ingress: PAUSE/RESUME frames sent (their key)
+  std::uint32_t gid = 0;      ///< global id (2 * link + direction): event keys, messages
   double loss = 0;            ///< gray failure: probability a transmitted packet is lost
   std::uint64_t pfc_in = 0;
   PortCounters ctr;
@@ -90,7 +92,8 @@ struct Fabric::Host {
 };
 
 /// An event for another partition: an arrival (a copy of the packet, its bytes at bytes_at in the
-/// outbox's byte buffer) or a PAUSE/RESUME.
+/// outbox's byte buffer; its port, out and next fields are the sender's and not used) or a
+/// PAUSE/RESUME. `port` is the global port id.
 struct Fabric::Msg {
   Packet pkt;
   Time time = 0;
@@ -105,12 +108,19 @@ decltype(auto) Fabric::with_nic(Host& h, F&& f) {
   return h.roce != nullptr ? f(*h.roce) : f(*h.ep);
 }
 
+std::uint32_t Fabric::local_port(std::uint32_t port) const {
+  if (g2l_.empty()) return port < ports_.size() ? port : kNone;
+  return port < g2l_.size() ? g2l_[port] : kNone;
+}
+
 bool Fabric::port_paused(std::uint32_t port) const {
-  return ports_[port].paused;
+  const std::uint32_t l = local_port(port);
+  return l != kNone && ports_[l].paused;
 }
 
 std::uint64_t Fabric::queued_bytes(std::uint32_t port) const {
-  return ports_[port].data_bytes + ports_[port].ctrl_bytes;
+  const std::uint32_t l = local_port(port);
+  return l == kNone ? 0 : ports_[l].data_bytes + ports_[l].ctrl_bytes;
 }
 
 std::vector<LinkFault> link_flaps(std::uint32_t link, Time at, Duration down, Duration up,
@@ -137,19 +147,29 @@ std::vector<LinkFault> switch_reboot(const Topology& topo, std::uint32_t node, T
 }
 
 std::uint32_t Fabric::num_ports() const {
-  return static_cast<std::uint32_t>(ports_.size());
+  return static_cast<std::uint32_t>(2 * topo_.links.size());
 }
 std::size_t Fabric::pool_size() const {
   return pool_.size();
 }
 std::uint32_t Fabric::port_from(std::uint32_t port) const {
-  return ports_[port].from;
+  const TopoLink& l = topo_.links[port / 2];
+  return port % 2 == 0 ? l.a : l.b;
 }
 std::uint32_t Fabric::port_to(std::uint32_t port) const {
-  return ports_[port].to;
+  const TopoLink& l = topo_.links[port / 2];
+  return port % 2 == 0 ? l.b : l.a;
+}
+std::uint32_t Fabric::ports_held() const {
+  return static_cast<std::uint32_t>(ports_.size());
+}
+std::uint32_t Fabric::fib_rows() const {
+  return leaves_ == 0 ? 0 : static_cast<std::uint32_t>(fib_.size() / leaves_);
 }
 const PortCounters& Fabric::port_counters(std::uint32_t port) const {
-  return ports_[port].ctr;
+  static const PortCounters kZero{};
+  const std::uint32_t l = local_port(port);
+  return l == kNone ? kZero : ports_[l].ctr;
 }
 
 std::uint64_t Fabric::serialization_ps(std::uint64_t bytes, double rate_bps) {
@@ -159,7 +179,20 @@ std::uint64_t Fabric::serialization_ps(std::uint64_t bytes, double rate_bps) {
 }
 
 Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
-    : topo_(topo), cfg_(cfg), events_(kEventSlotShift), tx_(new engine::TxPacket) {
+    : Fabric(std::make_shared<const Topology>(topo), cfg) {}
+
+Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg)
+    : Fabric(std::move(topo), cfg, {}, 0, 1) {}
+
+Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
+               const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts)
+    : shared_topo_(std::move(topo)),
+      topo_(*shared_topo_),
+      nhosts_(topo_.hosts),
+      planes_(topo_.planes),
+      cfg_(cfg),
+      events_(kEventSlotShift),
+      tx_(new engine::TxPacket) {
   static_assert(sizeof(Packet) == 64, "a packet is one cache line");
   topo_.validate();
   if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
@@ -168,28 +201,16 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
   if (cfg_.queue.pfc && (cfg_.queue.pfc_xon == 0 || cfg_.queue.pfc_xon > cfg_.queue.pfc_xoff))
     throw std::invalid_argument("fabric: PFC needs 0 < pfc_xon <= pfc_xoff");
   control_cap_ = cfg_.queue.control_bytes > 0 ? cfg_.queue.control_bytes : 2 * cfg_.queue.data_bytes;
-  ports_.resize(topo_.links.size() * 2);
-  for (std::size_t i = 0; i < topo_.links.size(); ++i) {
-    const TopoLink& l = topo_.links[i];
-    for (int dir = 0; dir < 2; ++dir) {
-      Port& p = ports_[2 * i + static_cast<std::size_t>(dir)];
-      p.from = dir == 0 ? l.a : l.b;
-      p.to = dir == 0 ? l.b : l.a;
-      p.from_host = p.from < topo_.hosts;
-      p.to_host = p.to < topo_.hosts;
-      p.rate_bps = l.rate_bps;
-      p.latency_ps = l.latency * 1000;
-    }
-  }
-  host_port_.resize(topo_.host_links.size());
-  for (std::size_t i = 0; i < host_port_.size(); ++i) host_port_[i] = 2 * topo_.host_links[i];
+  link_up_.assign(topo_.links.size(), 1);
+  if (!part_of_node.empty()) assign_partition(part_of_node, self, parts);
+  init_ports();
   salt_.resize(topo_.nodes.size());
   Rng salts(cfg_.seed);
   for (auto& s : salt_) s = salts.next();
   node_rng_.reserve(topo_.nodes.size());
   for (std::uint64_t n = 0; n < topo_.nodes.size(); ++n)
     node_rng_.emplace_back(mix64(cfg_.seed ^ mix64(n + 0x6a09e667f3bcc909ULL)));
-  hosts_.resize(topo_.hosts);
+  hosts_.resize(nhosts_);
   index_leaves();
   build_fib();
   events_.reserve(4096);
@@ -198,11 +219,51 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& cfg)
 
 Fabric::~Fabric() = default;
 
+// The ports this Fabric holds, in global order: all of them, or (partitioned) those that leave or
+// reach one of our nodes; and each host's egress port per plane (kNone: not ours).
+void Fabric::init_ports() {
+  const bool all = part_.empty();
+  const auto global = static_cast<std::uint32_t>(2 * topo_.links.size());
+  const auto held = [&](std::uint32_t g) {
+    return all || part_[port_from(g)] == self_ || part_[port_to(g)] == self_;
+  };
+  std::uint32_t count = 0;
+  for (std::uint32_t g = 0; g < global; ++g) count += held(g) ? 1 : 0;
+  std::vector<Port> ports;
+  ports.reserve(count);  // exactly: no regrowth (a transient 1.5 x the ports at the peak RSS)
+  std::vector<std::uint32_t> g2l;
+  if (!all) g2l.assign(global, kNone);
+  for (std::uint32_t g = 0; g < global; ++g) {
+    if (!held(g)) continue;
+    const TopoLink& l = topo_.links[g / 2];
+    const std::uint32_t from = port_from(g), to = port_to(g);
+    if (!all) g2l[g] = static_cast<std::uint32_t>(ports.size());
+    Port& p = ports.emplace_back();
+    p.gid = g;
+    p.from = from;
+    p.to = to;
+    p.from_host = from < nhosts_;
+    p.to_host = to < nhosts_;
+    p.rate_bps = l.rate_bps;
+    p.latency_ps = l.latency * 1000;
+    p.remote = !all && part_[from] == self_ && part_[to] != self_;
+  }
+  ports_.swap(ports);
+  g2l_.swap(g2l);
+  host_port_.resize(topo_.host_links.size());
+  for (std::size_t i = 0; i < host_port_.size(); ++i) host_port_[i] = local_port(2 * topo_.host_links[i]);
+}
+
 // Leaves (switches hosts attach to), their index within their plane, and each host's leaf per plane.
 void Fabric::index_leaves() {
-  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts, planes = topo_.planes;
+  const std::uint32_t n = topo_.num_nodes(), hosts = nhosts_, sw = n - hosts, planes = planes_;
   sw_.assign(sw, SwInfo{});
-  for (std::uint32_t s = hosts; s < n; ++s) sw_[s - hosts].plane = topo_.nodes[s].plane;
+  for (std::uint32_t s = hosts; s < n; ++s) {
+    sw_[s - hosts].plane = topo_.nodes[s].plane;
+  }
+  std::uint32_t rows = 0;  // FIB rows: every switch, or (partitioned) our own, in node order
+  for (std::uint32_t s = hosts; s < n; ++s)
+    sw_[s - hosts].row = part_.empty() || part_[s] == self_ ? rows++ : kNone;
   std::vector<std::uint32_t> per_plane(planes, 0);
   std::vector<std::uint32_t>& leaf_nodes = leaf_nodes_;
   leaf_nodes.clear();
@@ -216,7 +277,7 @@ void Fabric::index_leaves() {
         si.leaf = per_plane[si.plane]++;
         leaf_nodes.push_back(leaf);
       }
-      dst_[static_cast<std::size_t>(h) * planes + p] = DstInfo{leaf, si.leaf, 2 * link + 1};
+      dst_[static_cast<std::size_t>(h) * planes + p] = DstInfo{leaf, si.leaf, local_port(2 * link + 1)};
     }
   }
   leaves_ = *std::max_element(per_plane.begin(), per_plane.end());
@@ -226,15 +287,18 @@ void Fabric::index_leaves() {
 // its distance; the group of switch s for that leaf is its up egress ports towards a neighbour
 // switch one hop closer. A host is reachable only through its leaf, so this is also the route to
 // each of the leaf's hosts from every switch but the leaf itself (which uses its port to the host).
-// Singleton groups are the port ids themselves; larger groups are deduplicated per switch.
+// Singleton groups are the port ids themselves; larger groups are deduplicated per switch. Only
+// switches with a FIB row (partitioned: this partition's) get their groups.
 void Fabric::build_fib() {
-  const std::uint32_t n = topo_.num_nodes(), hosts = topo_.hosts, sw = n - hosts;
+  const std::uint32_t n = topo_.num_nodes(), hosts = nhosts_, sw = n - hosts;
   const std::vector<std::uint32_t>& leaf_nodes = leaf_nodes_;
+  // Over every link of the network (from the topology: a partition holds only its own ports).
+  const auto global = static_cast<std::uint32_t>(2 * topo_.links.size());
   std::vector<std::uint32_t> in_start(n + 1, 0), out_start(n + 1, 0);
-  for (const Port& p : ports_) {
-    if (!p.up) continue;
-    ++in_start[p.to + 1];
-    ++out_start[p.from + 1];
+  for (std::uint32_t i = 0; i < global; ++i) {
+    if (link_up_[i / 2] == 0) continue;
+    ++in_start[port_to(i) + 1];
+    ++out_start[port_from(i) + 1];
   }
   for (std::uint32_t i = 0; i < n; ++i) {
     in_start[i + 1] += in_start[i];
@@ -242,16 +306,17 @@ void Fabric::build_fib() {
   }
   // Adjacency as flat arrays of neighbour ids (the BFS below runs once per leaf: at 131k hosts x 8
   // planes that is 4096 walks over 4 M ports, which must not chase the large Port records).
-  std::vector<std::uint32_t> in_from(ports_.size()), out_ports(ports_.size()), out_to(ports_.size());
+  std::vector<std::uint32_t> in_from(global), out_ports(global), out_to(global);
   {
     std::vector<std::uint32_t> fi(in_start.begin(), in_start.end() - 1),
         fo(out_start.begin(), out_start.end() - 1);
-    for (std::uint32_t i = 0; i < ports_.size(); ++i) {
-      if (!ports_[i].up) continue;
-      in_from[fi[ports_[i].to]++] = ports_[i].from;
-      const std::uint32_t k = fo[ports_[i].from]++;
+    for (std::uint32_t i = 0; i < global; ++i) {
+      if (link_up_[i / 2] == 0) continue;
+      const std::uint32_t from = port_from(i), to = port_to(i);
+      in_from[fi[to]++] = from;
+      const std::uint32_t k = fo[from]++;
       out_ports[k] = i;
-      out_to[k] = ports_[i].to;
+      out_to[k] = to;
     }
   }
   groups_.resize(ports_.size());
@@ -261,7 +326,9 @@ void Fabric::build_fib() {
     group_ports_[i] = i;
   }
   std::vector<std::vector<std::uint32_t>> sw_groups(sw);  // per switch: its multi-port group ids
-  fib_.assign(static_cast<std::size_t>(sw) * leaves_, kNone);
+  const auto rows = static_cast<std::size_t>(
+      std::count_if(sw_.begin(), sw_.end(), [](const SwInfo& si) { return si.row != kNone; }));
+  fib_.assign(rows * leaves_, kNone);
   std::vector<std::uint32_t> dist(n, kNone), queue;
   std::vector<std::uint32_t> cand;
   queue.reserve(n);
@@ -281,11 +348,12 @@ void Fabric::build_fib() {
     }
     const std::uint32_t li = sw_[leaf - hosts].leaf;
     for (const std::uint32_t s : queue) {
-      if (s == leaf) continue;
+      const std::uint32_t row = sw_[s - hosts].row;
+      if (s == leaf || row == kNone) continue;
       cand.clear();
       for (std::uint32_t k = out_start[s]; k < out_start[s + 1]; ++k) {
         const std::uint32_t v = out_to[k];
-        if (v >= hosts && dist[v] + 1 == dist[s]) cand.push_back(out_ports[k]);
+        if (v >= hosts && dist[v] + 1 == dist[s]) cand.push_back(local_port(out_ports[k]));
       }
       std::uint32_t gid = kNone;
       if (cand.size() == 1) {
@@ -307,24 +375,25 @@ void Fabric::build_fib() {
           sw_groups[s - hosts].push_back(gid);
         }
       }
-      fib_[static_cast<std::size_t>(s - hosts) * leaves_ + li] = gid;
+      fib_[static_cast<std::size_t>(row) * leaves_ + li] = gid;
     }
   }
   for (std::uint32_t v : queue) dist[v] = kNone;
 }
 
 const std::uint32_t* Fabric::fib_entry(std::uint32_t node, std::uint32_t dst) const {
-  const SwInfo& si = sw_[node - topo_.hosts];
-  const DstInfo& di = dst_[static_cast<std::size_t>(dst) * topo_.planes + si.plane];
+  const SwInfo& si = sw_[node - nhosts_];
+  const DstInfo& di = dst_[static_cast<std::size_t>(dst) * planes_ + si.plane];
   if (di.leaf_node == node) return nullptr;
-  return &fib_[static_cast<std::size_t>(node - topo_.hosts) * leaves_ + di.leaf];
+  assert(si.row != kNone);
+  return &fib_[static_cast<std::size_t>(si.row) * leaves_ + di.leaf];
 }
 
 std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
                              std::uint32_t ev) const {
   const std::uint32_t* fe = fib_entry(node, dst);
   if (fe == nullptr)
-    return dst_[static_cast<std::size_t>(dst) * topo_.planes + sw_[node - topo_.hosts].plane].down_port;
+    return dst_[static_cast<std::size_t>(dst) * planes_ + sw_[node - nhosts_].plane].down_port;
   const std::uint32_t gid = *fe;
   if (gid == kNone) return kNone;
   const Group& g = groups_[gid];
@@ -340,15 +409,17 @@ std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_
 std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
                                          std::uint32_t ev) const {
   std::vector<std::uint32_t> path;
-  if (src >= topo_.hosts || dst >= topo_.hosts || plane >= topo_.planes) return path;
-  std::uint32_t port = host_port_[src * topo_.planes + plane];
+  if (src >= nhosts_ || dst >= nhosts_ || plane >= planes_) return path;
+  std::uint32_t port = host_port_[src * planes_ + plane];
+  if (port == kNone) return path;  // another partition's host
   for (int hop = 0; hop < 64; ++hop) {
-    path.push_back(port);
+    path.push_back(ports_[port].gid);
     const std::uint32_t node = ports_[port].to;
-    if (node < topo_.hosts) {
+    if (node < nhosts_) {
       if (node != dst) path.clear();
       return path;
     }
+    if (sw_[node - nhosts_].row == kNone) break;  // another partition's switch: no route here
     port = select(node, src, dst, ev);
     if (port == kNone) break;
   }
@@ -357,13 +428,13 @@ std::vector<std::uint32_t> Fabric::trace(std::uint32_t src, std::uint32_t dst, s
 }
 
 void Fabric::attach(std::uint32_t host, engine::Endpoint& ep) {
-  if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
+  if (host >= nhosts_) throw std::invalid_argument("fabric: attach to a host id out of range");
   hosts_[host].ep = &ep;
   hosts_[host].roce = nullptr;
 }
 
 void Fabric::attach(std::uint32_t host, RoceNic& nic) {
-  if (host >= topo_.hosts) throw std::invalid_argument("fabric: attach to a host id out of range");
+  if (host >= nhosts_) throw std::invalid_argument("fabric: attach to a host id out of range");
   hosts_[host].roce = &nic;
   hosts_[host].ep = nullptr;
 }
@@ -371,7 +442,7 @@ void Fabric::attach(std::uint32_t host, RoceNic& nic) {
 // --- faults -----------------------------------------------------------------------------------------
 
 bool Fabric::link_up(std::uint32_t link) const {
-  return link < topo_.links.size() && ports_[2 * link].up;
+  return link < topo_.links.size() && link_up_[link] != 0;
 }
 
 void Fabric::schedule_fault(const LinkFault& f) {
@@ -389,12 +460,15 @@ void Fabric::schedule_fault(const LinkFault& f) {
 
 void Fabric::apply_fault(const LinkFault& f) {
   if (f.link >= topo_.links.size()) throw std::invalid_argument("fabric: fault link out of range");
-  const bool was_up = ports_[2 * f.link].up;
+  const bool was_up = link_up_[f.link] != 0;
+  if (f.kind == LinkFaultKind::kDown || f.kind == LinkFaultKind::kUp)
+    link_up_[f.link] = f.kind == LinkFaultKind::kUp ? 1 : 0;
   for (std::uint32_t dir = 0; dir < 2; ++dir) {
     // A link goes down or up as a whole; only rate and loss may change in one direction.
     const bool one_way = f.kind == LinkFaultKind::kRate || f.kind == LinkFaultKind::kLoss;
     if (one_way && ((f.dir == LinkDir::kAtoB && dir == 1) || (f.dir == LinkDir::kBtoA && dir == 0))) continue;
-    const std::uint32_t port = 2 * f.link + dir;
+    const std::uint32_t port = local_port(2 * f.link + dir);
+    if (port == kNone) continue;  // neither end is ours
     Port& pt = ports_[port];
     switch (f.kind) {
       case LinkFaultKind::kDown:
@@ -412,9 +486,9 @@ void Fabric::apply_fault(const LinkFault& f) {
         break;
     }
   }
-  const bool is_up = ports_[2 * f.link].up;
+  const bool is_up = link_up_[f.link] != 0;
   if (was_up == is_up) return;
-  if (topo_.links[f.link].a < topo_.hosts) {
+  if (topo_.links[f.link].a < nhosts_) {
     host_link_changed(f.link, is_up);
     return;  // leaf-host links are not in any ECMP group
   }
@@ -429,12 +503,9 @@ void Fabric::apply_fault(const LinkFault& f) {
 void Fabric::reconverge() {
   build_fib();
   if (primary_) ++stats_.reconvergences;
-  // Packets on the wire carry their next switch's choice: make it again with the new FIB (also
-  // those on their way to another partition: they are on the wire too).
-  for (auto& box : out_)
-    for (Msg& m : box)
-      if (m.kind == kArrive && !ports_[m.port].to_host)
-        m.pkt.out = select(ports_[m.port].to, m.pkt.src, m.pkt.dst, m.pkt.ev);
+  // Packets on the wire carry their next switch's choice: make it again with the new FIB. (Those
+  // on their way to another partition carry none: the receiver chooses when it takes them, after
+  // the window, whose reconvergences it has applied too.)
   for (Port& pt : ports_) {
     if (pt.to_host) continue;
     std::uint32_t prev = kNone;
@@ -479,7 +550,7 @@ void Fabric::flush(std::uint32_t port) {
   for (std::uint32_t idx = pt.wire_head; idx != kNone; idx = pool_[idx].next) pool_[idx].lost = 1;
   if (pt.remote)  // on the wire to another partition, not there yet
     for (Msg& m : out_[part_[pt.to]])
-      if (m.kind == kArrive && m.port == port) m.pkt.lost = 1;
+      if (m.kind == kArrive && m.port == pt.gid) m.pkt.lost = 1;
 }
 
 // --- PFC ---------------------------------------------------------------------------------------------
@@ -497,7 +568,7 @@ void Fabric::pfc_enqueued(std::uint32_t in_port, std::uint32_t wire) {
 
 void Fabric::push_pfc(Time at_ps, Kind kind, std::uint32_t port) {
   Port& pt = ports_[port];
-  const std::uint64_t key = event_key(kcPfc, port, pt.pfc_ctr++);
+  const std::uint64_t key = event_key(kcPfc, pt.gid, pt.pfc_ctr++);
   if (part_.empty() || part_[pt.from] == self_) {
     events_.push_keyed(at_ps, kind, port, key);
     return;
@@ -505,7 +576,7 @@ void Fabric::push_pfc(Time at_ps, Kind kind, std::uint32_t port) {
   Msg& m = out_[part_[pt.from]].emplace_back();
   m.time = at_ps;
   m.key = key;
-  m.port = port;
+  m.port = pt.gid;
   m.kind = kind;
 }
 
@@ -535,7 +606,7 @@ void Fabric::on_resume(std::uint32_t port) {
 void Fabric::wake(std::uint32_t port) {
   Port& pt = ports_[port];
   pt.wake_pending = true;
-  events_.push_keyed(pt.busy_until, kPortFree, port, event_key(kcPortFree, port, 0));
+  events_.push_keyed(pt.busy_until, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
 }
 
 // --- packet pool -------------------------------------------------------------------------------------
@@ -672,12 +743,21 @@ void Fabric::set_partition(const std::vector<std::uint32_t>& part_of_node, std::
                            std::uint32_t parts) {
   if (part_of_node.size() != topo_.nodes.size() || self >= parts)
     throw std::invalid_argument("fabric: partition map does not fit the topology");
+  assign_partition(part_of_node, self, parts);
+  init_ports();
+  index_leaves();
+  build_fib();
+}
+
+void Fabric::assign_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self,
+                              std::uint32_t parts) {
+  if (part_of_node.size() != topo_.nodes.size() || self >= parts)
+    throw std::invalid_argument("fabric: partition map does not fit the topology");
   part_ = part_of_node;
   self_ = self;
   primary_ = self == 0;
   out_.assign(parts, {});
   out_bytes_.assign(parts, {});
-  for (Port& pt : ports_) pt.remote = part_[pt.from] == self && part_[pt.to] != self;
 }
 
 void Fabric::run_window(Time end_ps) {
@@ -698,7 +778,8 @@ Time Fabric::next_message_ps() const {
 }
 
 // The packet leaves this partition: a copy with its bytes goes to the outbox of the partition of
-// the link's far end, which queues it on its copy of the link when it takes its messages.
+// the link's far end, which queues it on its side of the link (its record of the same port, found
+// by the global id) and picks its next hop when it takes its messages.
 void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
   const std::uint32_t to = part_[ports_[port].to];
   const Packet& p = pool_[idx];
@@ -706,8 +787,8 @@ void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
   Msg& m = out_[to].emplace_back();
   m.pkt = p;
   m.time = p.arrive_ps;
-  m.key = event_key(kcArrive, port, 0);
-  m.port = port;
+  m.key = event_key(kcArrive, ports_[port].gid, 0);
+  m.port = ports_[port].gid;
   m.kind = kArrive;
   m.bytes_at = static_cast<std::uint32_t>(bytes.size());
   const std::uint8_t* b = cfg_.carry_payload ? bufs_[idx].get() : hdr_[idx].b;
@@ -717,8 +798,10 @@ void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
 }
 
 void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
+  const std::uint32_t port = local_port(m.port);  // its far end (or, PFC, its sender) is ours
+  assert(port != kNone);
   if (m.kind != kArrive) {
-    events_.push_keyed(m.time, m.kind, m.port, m.key);
+    events_.push_keyed(m.time, m.kind, port, m.key);
     return;
   }
   const std::uint32_t idx = alloc_packet();
@@ -735,7 +818,10 @@ void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
     std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
   }
   p.next = kNone;
-  append_to_wire(m.port, idx, m.key);
+  p.port = port;
+  const Port& pt = ports_[port];
+  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
+  append_to_wire(port, idx, m.key);
 }
 
 void Fabric::take_messages(Fabric& from) {
@@ -806,7 +892,7 @@ void Fabric::service(std::uint32_t host) {
   Host& h = hosts_[host];
   if (h.ep == nullptr && h.roce == nullptr) return;
   engine::TxPacket& tx = *tx_;
-  const std::uint32_t planes = topo_.planes;
+  const std::uint32_t planes = planes_;
   for (;;) {
     std::uint32_t free_ports = 0;
     for (std::uint32_t p = 0; p < planes; ++p) {
@@ -815,7 +901,7 @@ void Fabric::service(std::uint32_t host) {
     }
     if (free_ports == 0) break;
     if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
-    if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= topo_.hosts ||
+    if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= nhosts_ ||
         tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize ||
         tx.trailer_len > sizeof(tx.trailer) || (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
       ++stats_.bad_tx;
@@ -858,7 +944,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   p.ecn_ce = p.trimmed = p.trimmed_lasthop = false;
   p.trimmable = hosts_[host].roce == nullptr;
   ++stats_.sent;
-  const std::uint32_t port = host_port_[host * topo_.planes + tx.port];
+  const std::uint32_t port = host_port_[host * planes_ + tx.port];
   start_tx(port, idx);
   Port& pt = ports_[port];
   if (!pt.wake_pending) wake(port);  // re-poll the endpoint when the port frees up
@@ -902,12 +988,12 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   // only the head has an event, so the event queue holds O(busy links), not O(packets in flight).
   p.arrive_ps = pt.busy_until + pt.latency_ps;
   p.next = kNone;
-  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
   if (pt.remote) [[unlikely]] {
-    send_remote(port, idx);
+    send_remote(port, idx);  // the receiving partition looks its route up
     return;
   }
-  append_to_wire(port, idx, event_key(kcArrive, port, 0));
+  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
+  append_to_wire(port, idx, event_key(kcArrive, pt.gid, 0));
 }
 
 // Packet idx joins the end of `port`'s wire list; the list's head alone has an arrival event
@@ -937,7 +1023,7 @@ void Fabric::on_wire(std::uint32_t port) {
   if (pt.wire_head == kNone) {
     pt.wire_tail = kNone;
   } else {
-    events_.push_keyed(p.next_arrive_ps, kArrive, port, event_key(kcArrive, port, 0));
+    events_.push_keyed(p.next_arrive_ps, kArrive, port, event_key(kcArrive, pt.gid, 0));
   }
   if (p.lost != 0) {
     drop(port, idx, p.lost == 1 ? FabricDrop::kLinkDown : FabricDrop::kGrayLoss);
@@ -1047,7 +1133,7 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
 void Fabric::on_arrive(std::uint32_t idx) {
   Packet& p = pool_[idx];
   const std::uint32_t node = ports_[p.port].to;
-  if (node < topo_.hosts) {
+  if (node < nhosts_) {
     deliver(idx);
     return;
   }
@@ -1057,7 +1143,7 @@ void Fabric::on_arrive(std::uint32_t idx) {
     return;
   }
   // start_tx on `out` will look up the next switch's route: it is usually cold, fetch it now.
-  if (const Port& o = ports_[out]; !o.to_host)
+  if (const Port& o = ports_[out]; !o.to_host && !o.remote)
     if (const std::uint32_t* fe = fib_entry(o.to, p.dst)) __builtin_prefetch(fe);
   enqueue(out, idx);
 }

@@ -56,17 +56,29 @@
 // not allocate once the packet pool has warmed up.
 //
 // Partitions (parallel runs, D55). set_partition() makes this Fabric one partition of a network
-// split over several Fabrics (one per thread), each a full copy of the topology and FIB that runs
-// only the events of its own nodes: the hosts attached to it and the switches the partition map
-// gives it. A packet sent on a link to another partition's node leaves through an outbox, stamped
-// with its arrival time; take_messages() moves another partition's outbox for us into our queue
-// (PFC PAUSE/RESUME cross the same way). That is exact as long as every partition stops each window
-// before the earliest arrival it could still receive: run_window() up to the window's end, at most
-// the minimum link latency (the lookahead) after its start, then exchange. Because the tie-break
-// key and the random draws are per object, the events of every node run in the same order as in one
-// unpartitioned Fabric, so results do not depend on the partitioning. Every partition applies every
-// fault and reconvergence to its copy (only partition 0 counts them in its statistics); the sum of
-// the partitions' statistics (merge_stats) is that of one Fabric.
+// split over several Fabrics (one per thread, of every rank), each running only the events of its
+// own nodes: the hosts attached to it and the switches the partition map gives it. A packet sent on
+// a link to another partition's node leaves through an outbox, stamped with its arrival time;
+// take_messages() moves another partition's outbox for us into our queue (PFC PAUSE/RESUME cross the
+// same way). That is exact as long as every partition stops each window before the earliest arrival
+// it could still receive: run_window() up to the window's end, at most the minimum link latency (the
+// lookahead) after its start, then exchange. Because the tie-break key and the random draws are per
+// object, the events of every node run in the same order as in one unpartitioned Fabric, so results
+// do not depend on the partitioning. Every partition applies every fault and reconvergence (only
+// partition 0 counts them in its statistics); the sum of the partitions' statistics (merge_stats)
+// is that of one Fabric.
+// What a partition holds: the topology is shared, not copied, by the Fabrics built from one
+// shared_ptr (a process's partitions and its runner); Port records only for the ports that leave or
+// reach its own nodes (its egress ports and the receiving side of the links into it), in global
+// order, so inside the Fabric a port id is that local index and Port::gid the global id (2 * link +
+// direction) that event keys, messages and the public API use (an unpartitioned Fabric holds all
+// of them: local = global); FIB rows, and multi-port ECMP groups, for its own switches only, so the
+// next switch of a packet crossing to another partition is chosen by the receiver when it takes the
+// message (after the window, whose reconvergences it has applied as well: the same FIB the sender
+// has). Routing is rebuilt from the topology and a per-link up flag, since every partition needs
+// the whole network's shortest paths. Not divided: per-link and per-node arrays (up flags, the
+// global-to-local port map, RNGs, salts, switch info), per (host, plane) leaf lookup and per-host
+// records, of which it uses only its own nodes' entries (up to 48 bytes an item; a Port is 192).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -166,7 +178,14 @@ struct PortCounters {
 
 class Fabric {
  public:
+  /// Keeps its own copy of `topo`.
   Fabric(const Topology& topo, const FabricConfig& cfg);
+  /// Shares `topo` (read only) with whoever else holds it: the partitions of one process.
+  Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg);
+  /// The same made partition `self` of `parts` at once (see set_partition; the whole network's
+  /// ports are never built).
+  Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
+         const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
@@ -188,7 +207,7 @@ class Fabric {
 
   // --- partitions (see the top of this file) --------------------------------------------------
   /// Makes this Fabric partition `self` of `parts`: part_of_node[n] is node n's partition. Call
-  /// before anything is sent; attach only the hosts of this partition.
+  /// before anything is sent or any fault applied; attach only the hosts of this partition.
   void set_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts);
   /// Processes every event due before `end_ps` (exclusive).
   void run_window(Time end_ps);
@@ -238,7 +257,8 @@ class Fabric {
 
   // --- routing introspection --------------------------------------------------------------------
   /// The egress ports (directed links) a packet from src to dst with this EV leaving on NIC port
-  /// `plane` crosses, in order; empty if unreachable.
+  /// `plane` crosses, in order; empty if unreachable (partitioned: also if src or a switch on the
+  /// way is another partition's).
   std::vector<std::uint32_t> trace(std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
                                    std::uint32_t ev) const;
   /// Directed port id: 2*link for a->b, 2*link+1 for b->a.
@@ -248,13 +268,18 @@ class Fabric {
   std::uint64_t queued_bytes(std::uint32_t port) const;
   std::uint32_t port_from(std::uint32_t port) const;
   std::uint32_t port_to(std::uint32_t port) const;
+  /// Switches with a row in the FIB: all of them, partitioned only this partition's (a trace()
+  /// that reaches another partition's switch is empty).
+  std::uint32_t fib_rows() const;
+  /// Port records held: num_ports(), partitioned only the ports that leave or reach its nodes.
+  std::uint32_t ports_held() const;
 
   // --- statistics -------------------------------------------------------------------------------
   /// Partitioned: this partition's share (merge_stats adds them up).
   const FabricStats& stats() const { return stats_; }
   /// Partitioned: what this partition counted for the port (its sender's side: transmissions,
   /// trims, marks, queue drops, peak; its receiver's side: drops on the wire, PFC pauses, peak
-  /// ingress bytes).
+  /// ingress bytes); zeros for a port neither end of which is ours.
   const PortCounters& port_counters(std::uint32_t port) const;
   std::uint64_t packets_in_flight() const { return live_; }
   std::size_t pool_size() const;
@@ -273,10 +298,10 @@ class Fabric {
   struct Packet;
   struct Msg;
   struct InlineBytes;
-  /// Per switch: its plane and, for a switch that hosts attach to (a leaf), its index among the
-  /// leaves of that plane.
+  /// Per switch: its plane, for a switch that hosts attach to (a leaf) its index among the leaves
+  /// of that plane, and its row of fib_ (~0u: another partition's switch, no row here).
   struct SwInfo {
-    std::uint32_t plane = 0, leaf = ~0u;
+    std::uint32_t plane = 0, leaf = ~0u, row = ~0u;
   };
   /// Per (host, plane): the leaf switch it attaches to, that leaf's index and the leaf's port to it.
   struct DstInfo {
@@ -288,6 +313,11 @@ class Fabric {
     std::uint32_t start = 0, count = 0;
   };
 
+  void assign_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self,
+                        std::uint32_t parts);
+  void init_ports();
+  /// Our index of global port `port` (kNone if we do not hold it).
+  std::uint32_t local_port(std::uint32_t port) const;
   void index_leaves();
   void build_fib();
   std::uint32_t select(std::uint32_t sw_node, std::uint32_t src, std::uint32_t dst, std::uint32_t ev) const;
@@ -326,18 +356,24 @@ class Fabric {
   /// Queues one message from another partition (its packet's bytes at bytes + m.bytes_at).
   void take_message(const Msg& m, const std::uint8_t* bytes);
 
-  Topology topo_;
+  std::shared_ptr<const Topology> shared_topo_;
+  const Topology& topo_;                   ///< *shared_topo_
+  std::uint32_t nhosts_ = 0, planes_ = 0;  ///< topo_.hosts and topo_.planes (read per packet)
   FabricConfig cfg_;
   std::uint64_t control_cap_ = 0;
   std::vector<Rng> node_rng_;  ///< per node: its coin flips (ECN, gray loss)
   Time now_ps_ = 0;
   EventQueue events_;
+  /// The ports we hold (partitioned: those from or to our nodes), in global order; every port id
+  /// inside the Fabric (events, packets, groups) is an index here, the global id is Port::gid.
   std::vector<Port> ports_;
-  std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port id
+  std::vector<std::uint32_t> g2l_;        ///< partitioned: global port id -> ours (kNone: not held)
+  std::vector<std::uint8_t> link_up_;     ///< per link of the network (routing sees all of them)
+  std::vector<std::uint32_t> host_port_;  ///< [h * planes + p] = egress port (kNone: not ours)
   std::vector<std::uint64_t> salt_;       ///< per node (switches)
-  /// [(node - hosts) * leaves_ + leaf index of the destination] = group id. Routes are the same for
+  /// [SwInfo::row * leaves_ + leaf index of the destination] = group id. Routes are the same for
   /// all hosts of a leaf except at the leaf itself (DstInfo::down_port), so the FIB scales with
-  /// switches x leaves, not switches x hosts.
+  /// switches x leaves, not switches x hosts. Partitioned: rows for this partition's switches only.
   std::vector<std::uint32_t> fib_;
   std::uint32_t leaves_ = 0;  ///< max leaves per plane
   std::vector<std::uint32_t> leaf_nodes_;

@@ -240,11 +240,14 @@ class Runner {
     window_cpu_ns_.assign(threads_, 0);
     part_of_node_ = partition_nodes(topo, m, parts_);
     nets_.assign(parts_, nullptr);
+    // The fabrics share the caller's topology (not owned: it outlives the run), no copy each.
+    const std::shared_ptr<const Topology> shared_topo(std::shared_ptr<const Topology>{}, &topo);
     for (const std::uint32_t p : local_) {
-      owned_.push_back(std::make_unique<Fabric>(topo, cfg.fabric));
+      owned_.push_back(parts_ > 1
+                           ? std::make_unique<Fabric>(shared_topo, cfg.fabric, part_of_node_, p, parts_)
+                           : std::make_unique<Fabric>(shared_topo, cfg.fabric));
       owned_ptrs_.push_back(owned_.back().get());
       nets_[p] = owned_.back().get();
-      if (parts_ > 1) nets_[p]->set_partition(part_of_node_, p, parts_);
     }
     incoming_.resize(parts_);
     r_.mtu_wire = Hosts::mtu_wire(cfg);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <tuple>
@@ -148,6 +149,57 @@ TEST(SimPartition, PackedRecords) {
                std::runtime_error);
   EXPECT_THROW(Fabric::packed_record(std::span<const std::uint8_t>(rec).first(3)), std::runtime_error);
   EXPECT_THROW(a.take_packed(rec), std::runtime_error);  // addressed to partition 1, not to us
+}
+
+// A partition shares the topology it is given, holds the ports that leave or reach its nodes and
+// FIB rows for its own switches only: a route through them is one Fabric's (the same global port
+// ids), a route that reaches another partition's switch is not known here.
+TEST(SimPartition, HoldsItsOwnPortsAndFibRowsOnly) {
+  const auto t = std::make_shared<const Topology>(clos(8, 2));
+  const std::vector<std::uint32_t> part = partition_nodes(*t, make_permutation(t->hosts, 1000, 1), 2);
+  Fabric whole(t, FabricConfig{});
+  Fabric a(t, FabricConfig{});
+  a.set_partition(part, 0, 2);
+  EXPECT_EQ(&a.topology(), t.get());
+  std::uint32_t own = 0;
+  for (std::uint32_t n = t->hosts; n < t->num_nodes(); ++n) own += part[n] == 0 ? 1 : 0;
+  EXPECT_EQ(whole.fib_rows(), t->num_nodes() - t->hosts);
+  EXPECT_EQ(a.fib_rows(), own);
+  EXPECT_GT(own, 0u);
+  EXPECT_LT(own, whole.fib_rows());
+  std::uint32_t held = 0;
+  for (std::uint32_t p = 0; p < whole.num_ports(); ++p)
+    held += part[whole.port_from(p)] == 0 || part[whole.port_to(p)] == 0 ? 1 : 0;
+  EXPECT_EQ(whole.ports_held(), whole.num_ports());
+  EXPECT_EQ(a.ports_held(), held);
+  EXPECT_LT(held, whole.num_ports());
+  EXPECT_EQ(a.num_ports(), whole.num_ports());
+  // A partition made at construction is the same as one made by set_partition.
+  const Fabric b(t, FabricConfig{}, part, 0, 2);
+  EXPECT_EQ(b.ports_held(), held);
+  EXPECT_EQ(b.fib_rows(), own);
+  std::uint32_t same = 0, unknown = 0;
+  for (std::uint32_t s = 0; s < t->hosts; ++s) {
+    if (part[s] != 0) continue;
+    for (std::uint32_t d = 0; d < t->hosts; ++d)
+      for (std::uint32_t plane = 0; plane < t->planes; ++plane) {
+        const std::vector<std::uint32_t> w = whole.trace(s, d, plane, s * 31 + d),
+                                         p = a.trace(s, d, plane, s * 31 + d);
+        ASSERT_FALSE(w.empty());
+        bool mine = true;
+        for (std::size_t i = 0; i + 1 < w.size(); ++i) mine = mine && part[whole.port_to(w[i])] == 0;
+        if (mine) {
+          EXPECT_EQ(p, w);
+          EXPECT_EQ(b.trace(s, d, plane, s * 31 + d), w);
+          ++same;
+        } else {
+          EXPECT_TRUE(p.empty());
+          ++unknown;
+        }
+      }
+  }
+  EXPECT_GT(same, 0u);
+  EXPECT_GT(unknown, 0u);
 }
 
 TEST(SimParallel, PermutationWithFaultsAndReconvergence) {
