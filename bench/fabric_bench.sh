@@ -276,7 +276,9 @@ for kind, what in (("spine", "spine link"), ("plane", "h1's plane-2 link")):
     ctl = []
     for n in runs:
         tag = f"fo_{kind}_mrc_{n}"
-        last = float(open(os.path.join(W, f"{tag}.samples")).read().split()[-2])
+        # while the flow runs (its last completion interval), not into the sampler's tail
+        last = min(float(open(os.path.join(W, f"{tag}.samples")).read().split()[-2]),
+                   J(tag + ".json")["results"][0]["intervals"][-1]["unix_s"])
         tf = float(open(os.path.join(W, f"{tag}.t")).read())
         ctl += [recovery(tag, d / 2)[1] for d in range(1, 20) if tf + d / 2 + 0.3 < last]
     slow = [x for x in ctl if x is None or x > 20]
