@@ -66,6 +66,15 @@ struct Rig {
   }
 };
 
+/// A one-packet WRITE_WITH_IMM at PSN i with RQMSN rqmsn; its immediate is 1000 + rqmsn.
+wire::Packet imm_of(const Rig& rig, std::uint32_t i, std::uint16_t rqmsn) {
+  wire::Packet p = rig.data(i, 1, true);
+  p.bth.opcode = wire::Opcode::kWriteOnlyImm;
+  p.meth.rqmsn = rqmsn;
+  p.imm = 1000 + rqmsn;
+  return p;
+}
+
 TEST(Responder, PlacesPacketsInAnyOrderAndAdvancesTheExpectedPsn) {
   Rig r;
   constexpr std::uint32_t n = 40;
@@ -174,13 +183,6 @@ TEST(Responder, ATrimmedHeaderAsksForItsPacketUnlessItIsHeld) {
 TEST(Responder, WriteImmediatesCompleteInOrderOnceEveryEarlierPsnLanded) {
   Rig r;
   RxMeta m;
-  auto imm_of = [](const Rig& rig, std::uint32_t i, std::uint16_t rqmsn) {
-    wire::Packet p = rig.data(i, 1, true);
-    p.bth.opcode = wire::Opcode::kWriteOnlyImm;
-    p.meth.rqmsn = rqmsn;
-    p.imm = 1000 + rqmsn;
-    return p;
-  };
   auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) { return imm_of(r, i, rqmsn); };
   for (std::uint64_t w = 0; w < 3; ++w) ASSERT_EQ(r.rx->post_recv(w), 0);
   // PSN 2 (RQMSN 1) and PSN 1 (RQMSN 0) arrive before PSN 0, a plain WRITE: nothing completes
@@ -209,12 +211,7 @@ TEST(Responder, WriteImmediatesCompleteInOrderOnceEveryEarlierPsnLanded) {
 TEST(Responder, MoreWriteImmediatesThanMaxWimmDestAreAProtocolViolation) {
   Rig r(8, 2);
   RxMeta m;
-  auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) {
-    wire::Packet p = r.data(i, 1, true);
-    p.bth.opcode = wire::Opcode::kWriteOnlyImm;
-    p.meth.rqmsn = rqmsn;
-    return p;
-  };
+  auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) { return imm_of(r, i, rqmsn); };
   EXPECT_EQ(r.rx->on_data(imm(1, 0), m).reply, Responder::Reply::kSack);
   EXPECT_EQ(r.rx->on_data(imm(2, 1), m).reply, Responder::Reply::kSack);
   const Responder::Answer a = r.rx->on_data(imm(3, 2), m);  // a third, none delivered yet
@@ -228,13 +225,7 @@ TEST(Responder, WriteImmediateSlotsGrowWithTheImmediatesOutstanding) {
   // immediate to deliver, while immediates arrive further ahead (up to max_wimm_dest).
   Rig r(8, 64);
   RxMeta m;
-  auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) {
-    wire::Packet p = r.data(i, 1, true);
-    p.bth.opcode = wire::Opcode::kWriteOnlyImm;
-    p.meth.rqmsn = rqmsn;
-    p.imm = 1000 + rqmsn;
-    return p;
-  };
+  auto imm = [&](std::uint32_t i, std::uint16_t rqmsn) { return imm_of(r, i, rqmsn); };
   for (std::uint64_t w = 0; w < 50; ++w) ASSERT_EQ(r.rx->post_recv(w), 0);
   const std::size_t before = r.rx->heap_bytes();
   for (std::uint16_t k = 0; k < 3; ++k) ASSERT_EQ(r.rx->on_data(imm(k, k), m).reply, Responder::Reply::kSack);
