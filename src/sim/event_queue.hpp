@@ -42,7 +42,7 @@ class EventQueue {
   /// Slots of 2^slot_shift time units (choose about the time between two events); the ring covers
   /// kRingSlots of them, which should reach past most events when they are scheduled.
   explicit EventQueue(unsigned slot_shift = 0)
-      : shift_(slot_shift), near_(16), head_(kRingSlots, kNil), bits_(kRingSlots / 64) {}
+      : shift_(slot_shift), near_(16), head_(kRingSlots, kNil), bits_(kRingWords) {}
 
   void reserve(std::size_t n) {
     ev_.reserve(n);
@@ -57,7 +57,7 @@ class EventQueue {
     next_.clear();
     free_ = kNil;
     head_.assign(kRingSlots, kNil);
-    bits_.assign(kRingSlots / 64, 0);
+    bits_.assign(kRingWords, 0);
     in_ring_ = 0;
     cur_ = 0;
     ring_next_ = far_next_ = kNoSlot;
@@ -120,6 +120,7 @@ class EventQueue {
  private:
   static constexpr std::size_t kRingSlots = 1u << 14;
   static constexpr std::size_t kRingMask = kRingSlots - 1;
+  static constexpr std::size_t kRingWords = kRingSlots / 64;  ///< of bits_
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::size_t kInsertionSortMax = 32;
   static constexpr Time kNoSlot = std::numeric_limits<Time>::max();  ///< ring_next_, far_next_: none
@@ -219,13 +220,27 @@ class EventQueue {
     // (in_ring_ and far_ say whether there is a slot: kNoSlot is also a slot number, for times near
     // the end of time with slot_shift 0.)
     if (in_ring_ > 0 && ring_next_ == slot) {
-      load_ring(slot);
+      const std::size_t r = slot & kRingMask;
+      bits_[r / 64] &= ~(std::uint64_t{1} << (r % 64));
+      const std::uint32_t n = head_[r];
+      head_[r] = kNil;
+      assert(n != kNil && near_head_ == 0 && near_end_ == 0);
+      if (next_[n] == kNil) {  // the usual slot: one event, nothing to sort
+        const std::uint32_t free = free_;
+        next_[n] = free;
+        free_ = n;
+        near_end_ = 1;
+        --in_ring_;
+        near_[0] = ev_[n];  // last: its byte store could alias the members (near_ is >= 16 long)
+      } else {
+        load_list(n);
+      }
       if (in_ring_ > 0) {
         ring_next_ = next_ring_slot();
         // The events of that slot were written long ago (a link latency): fetch them while these
         // run. The links are in the small next_ array, so walking them does not wait on ev_.
-        for (std::uint32_t n = head_[ring_next_ & kRingMask]; n != kNil; n = next_[n])
-          __builtin_prefetch(&ev_[n]);
+        for (std::uint32_t m = head_[ring_next_ & kRingMask]; m != kNil; m = next_[m])
+          __builtin_prefetch(&ev_[m]);
       } else {
         ring_next_ = kNoSlot;
       }
@@ -233,22 +248,9 @@ class EventQueue {
     if (!far_.empty() && far_next_ == slot) load_far(slot);
   }
 
-  // Moves the ring's events of `slot` (= cur_, non-empty) into the empty near_, sorted.
-  void load_ring(Time slot) {
-    const std::size_t r = slot & kRingMask;
-    bits_[r / 64] &= ~(std::uint64_t{1} << (r % 64));
-    std::uint32_t n = head_[r];
-    head_[r] = kNil;
-    assert(n != kNil && near_head_ == 0 && near_end_ == 0);
+  // Moves the events of ring list n (two or more, taken off its slot) into the empty near_, sorted.
+  [[gnu::noinline]] void load_list(std::uint32_t n) {
     std::uint32_t* next = next_.data();
-    if (next[n] == kNil) {  // the usual slot: one event, nothing to sort
-      near_[0] = ev_[n];    // near_ is never smaller than 16
-      next[n] = free_;
-      free_ = n;
-      near_end_ = 1;
-      --in_ring_;
-      return;
-    }
     // The list is newest first: count it (its links are in the small next_ array), then fill near_
     // from the back, so that it is in push order. In locals: stores into near_ could alias the
     // members, which the compiler would then store and reload every event.
@@ -274,7 +276,7 @@ class EventQueue {
     // events of one instant arrive in any order: many hosts starting at once would make the
     // insertion sort quadratic). seq is unique, so both give the one (time, seq) order.
     if (count > kInsertionSortMax) {
-      std::sort(near, near + count, before);
+      sort_crowded(near, near + count);
     } else {
       for (std::size_t i = 1; i < count; ++i) {
         const QueuedEvent e = near[i];
@@ -283,6 +285,11 @@ class EventQueue {
         near[j] = e;
       }
     }
+  }
+
+  // Out of line: std::sort's frame would make every load_list save registers.
+  [[gnu::noinline]] static void sort_crowded(QueuedEvent* first, QueuedEvent* last) {
+    std::sort(first, last, before);
   }
 
   // Moves far_'s events of `slot` (= cur_) into near_ (after the ring's, if any), sorted.
@@ -297,10 +304,10 @@ class EventQueue {
     std::size_t w = start / 64;
     std::uint64_t word = bits_[w] & (~std::uint64_t{0} << (start % 64));
     for (std::size_t i = 0; word == 0; ++i) {
-      w = (w + 1) % bits_.size();
+      w = (w + 1) % kRingWords;  // a constant: a mask, not a division
       word = bits_[w];
       // Wrapped around to the start word: only its bits below `start` are left.
-      if (i + 1 == bits_.size()) word &= (std::uint64_t{1} << (start % 64)) - 1;
+      if (i + 1 == kRingWords) word &= (std::uint64_t{1} << (start % 64)) - 1;
     }
     const std::size_t r = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
     return cur_ + 1 + ((r - start) & kRingMask);
