@@ -73,27 +73,25 @@ class EventQueue {
   std::uint64_t push_keyed(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
     const Time slot = time >> shift_;
     const Time ahead = slot - cur_ - 1;  // huge when the slot is <= cur_
-    if (ahead < kRingSlots - 1) [[likely]] {
-      const std::size_t r = slot & kRingMask;
-      if (free_ == kNil) [[unlikely]]
-        grow_nodes();
-      const std::uint32_t n = free_;
-      free_ = next_[n];
-      // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
-      // narrow stores, which stalls store forwarding.
-      QueuedEvent& d = ev_[n];
-      d.time = time;
-      d.seq = seq;
-      d.index = index;
-      d.kind = kind;
-      next_[n] = head_[r];
-      head_[r] = n;
-      bits_[r / 64] |= std::uint64_t{1} << (r % 64);
-      ++in_ring_;
-      ring_next_ = std::min(ring_next_, slot);
-    } else {
-      push_off_ring(time, kind, index, seq);
-    }
+    const std::uint32_t n = free_;
+    // The rest is a tail call: the usual path then saves no registers.
+    if (ahead >= kRingSlots - 1 || n == kNil) [[unlikely]]
+      return push_slow(time, kind, index, seq);
+    const std::size_t r = slot & kRingMask;
+    std::uint32_t* next = next_.data();
+    free_ = next[n];
+    next[n] = head_[r];
+    head_[r] = n;
+    bits_[r / 64] |= std::uint64_t{1} << (r % 64);
+    ++in_ring_;
+    ring_next_ = std::min(ring_next_, slot);
+    // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
+    // narrow stores, which stalls store forwarding. Last: the byte store could alias the members.
+    QueuedEvent& d = ev_[n];
+    d.time = time;
+    d.seq = seq;
+    d.index = index;
+    d.kind = kind;
     return seq;
   }
 
@@ -189,14 +187,21 @@ class EventQueue {
     near_[j] = e;
   }
 
-  // Out of line, so that the ring's push saves no registers for them.
-  [[gnu::noinline]] void push_off_ring(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
-    if ((time >> shift_) > cur_) {
+  // A push beyond the ring or into the past, or into the ring with no free node.
+  [[gnu::noinline]] std::uint64_t push_slow(Time time, std::uint8_t kind, std::uint32_t index,
+                                            std::uint64_t seq) {
+    const Time slot = time >> shift_;
+    if (slot - cur_ - 1 < kRingSlots - 1) {
+      grow_nodes();
+      return push_keyed(time, kind, index, seq);
+    }
+    if (slot > cur_) {
       far_.push(QueuedEvent{time, seq, index, kind});
-      far_next_ = std::min(far_next_, time >> shift_);
+      far_next_ = std::min(far_next_, slot);
     } else {
       near_insert(QueuedEvent{time, seq, index, kind});
     }
+    return seq;
   }
 
   [[gnu::noinline]] void grow_nodes() {
