@@ -21,9 +21,11 @@ constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t kInlineBytes =
     wire::kMaxHeaderSize + sizeof(engine::TxPacket::trailer);  // header + trailer (pad + ICRC or MAC)
 constexpr std::uint32_t kMinBuffer = 4096 + 128;
-// Event queue slots of 256 ps: a busy fabric has a few events per slot, and the ring (2^14 slots,
-// 4.2 us) reaches past a packet's arrival at the far end of a link (serialisation + latency).
-constexpr unsigned kEventSlotShift = 8;
+// Event queue slots of 1024 ps: a busy fabric has a few events per slot (wider slots cost more in
+// sorting on all-to-alls than they save in slot changes, narrower ones the reverse: 2^8..2^12 ps
+// measured), and the ring (2^14 slots, 16.8 us) reaches past a packet's arrival at the far end of a
+// link (serialisation + latency).
+constexpr unsigned kEventSlotShift = 10;
 
 std::uint32_t bit(std::uint32_t i) {
   return 1u << i;
