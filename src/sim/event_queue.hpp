@@ -292,9 +292,10 @@ class EventQueue {
     }
   }
 
-  // Out of line: std::sort's frame would make every load_list save registers.
+  // Out of line: std::sort's frame would make every load_list save registers. A lambda, not the
+  // function: std::sort given a function pointer calls it for every comparison.
   [[gnu::noinline]] static void sort_crowded(QueuedEvent* first, QueuedEvent* last) {
-    std::sort(first, last, before);
+    std::sort(first, last, [](const QueuedEvent& a, const QueuedEvent& b) { return before(a, b); });
   }
 
   // Moves far_'s events of `slot` (= cur_) into near_ (after the ring's, if any), sorted.
