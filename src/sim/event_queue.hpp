@@ -14,7 +14,9 @@
 // runs dry, cur_ moves to the earliest non-empty slot of the ring or far_ and that slot's events
 // move into near_. So near_ stays small (the events of one slot) and a push is O(1) unless it is
 // beyond the ring. A push into the past (slot <= cur_) simply joins near_: any push order is
-// allowed and the order stays exact.
+// allowed and the order stays exact. The earliest non-empty slot of the ring and that of far_ are
+// kept up to date (ring_next_, far_next_), so that moving on finds the next slot with one compare
+// and the ring's bitmap is scanned once per loaded ring slot.
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -40,7 +42,7 @@ class EventQueue {
   /// Slots of 2^slot_shift time units (choose about the time between two events); the ring covers
   /// kRingSlots of them, which should reach past most events when they are scheduled.
   explicit EventQueue(unsigned slot_shift = 0)
-      : shift_(slot_shift), head_(kRingSlots, kNil), bits_(kRingSlots / 64) {}
+      : shift_(slot_shift), near_(16), head_(kRingSlots, kNil), bits_(kRingWords) {}
 
   void reserve(std::size_t n) {
     ev_.reserve(n);
@@ -55,9 +57,10 @@ class EventQueue {
     next_.clear();
     free_ = kNil;
     head_.assign(kRingSlots, kNil);
-    bits_.assign(kRingSlots / 64, 0);
+    bits_.assign(kRingWords, 0);
     in_ring_ = 0;
     cur_ = 0;
+    ring_next_ = far_next_ = kNoSlot;
   }
 
   /// Schedules an event; returns its sequence number (usable as a generation stamp).
@@ -68,27 +71,27 @@ class EventQueue {
   /// Schedules an event that pops in (time, seq) order with the given seq (unique among the events
   /// of one instant, or their order among themselves is unspecified); returns seq.
   std::uint64_t push_keyed(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
-    const Time ahead = (time >> shift_) - cur_ - 1;  // huge when the slot is <= cur_
-    if (ahead < kRingSlots - 1) [[likely]] {
-      const std::size_t r = (time >> shift_) & kRingMask;
-      if (free_ == kNil) [[unlikely]]
-        grow_nodes();
-      const std::uint32_t n = free_;
-      free_ = next_[n];
-      // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
-      // narrow stores, which stalls store forwarding.
-      QueuedEvent& d = ev_[n];
-      d.time = time;
-      d.seq = seq;
-      d.index = index;
-      d.kind = kind;
-      next_[n] = head_[r];
-      head_[r] = n;
-      bits_[r / 64] |= std::uint64_t{1} << (r % 64);
-      ++in_ring_;
-    } else {
-      push_off_ring(time, kind, index, seq);
-    }
+    const Time slot = time >> shift_;
+    const Time ahead = slot - cur_ - 1;  // huge when the slot is <= cur_
+    const std::uint32_t n = free_;
+    // The rest is a tail call: the usual path then saves no registers.
+    if (ahead >= kRingSlots - 1 || n == kNil) [[unlikely]]
+      return push_slow(time, kind, index, seq);
+    const std::size_t r = slot & kRingMask;
+    std::uint32_t* next = next_.data();
+    free_ = next[n];
+    next[n] = head_[r];
+    head_[r] = n;
+    bits_[r / 64] |= std::uint64_t{1} << (r % 64);
+    ++in_ring_;
+    ring_next_ = std::min(ring_next_, slot);
+    // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
+    // narrow stores, which stalls store forwarding. Last: the byte store could alias the members.
+    QueuedEvent& d = ev_[n];
+    d.time = time;
+    d.seq = seq;
+    d.index = index;
+    d.kind = kind;
     return seq;
   }
 
@@ -115,8 +118,10 @@ class EventQueue {
  private:
   static constexpr std::size_t kRingSlots = 1u << 14;
   static constexpr std::size_t kRingMask = kRingSlots - 1;
+  static constexpr std::size_t kRingWords = kRingSlots / 64;  ///< of bits_
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
   static constexpr std::size_t kInsertionSortMax = 32;
+  static constexpr Time kNoSlot = std::numeric_limits<Time>::max();  ///< ring_next_, far_next_: none
 
   static bool before(const QueuedEvent& a, const QueuedEvent& b) {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
@@ -182,12 +187,21 @@ class EventQueue {
     near_[j] = e;
   }
 
-  // Out of line, so that the ring's push saves no registers for them.
-  [[gnu::noinline]] void push_off_ring(Time time, std::uint8_t kind, std::uint32_t index, std::uint64_t seq) {
-    if ((time >> shift_) > cur_)
+  // A push beyond the ring or into the past, or into the ring with no free node.
+  [[gnu::noinline]] std::uint64_t push_slow(Time time, std::uint8_t kind, std::uint32_t index,
+                                            std::uint64_t seq) {
+    const Time slot = time >> shift_;
+    if (slot - cur_ - 1 < kRingSlots - 1) {
+      grow_nodes();
+      return push_keyed(time, kind, index, seq);
+    }
+    if (slot > cur_) {
       far_.push(QueuedEvent{time, seq, index, kind});
-    else
+      far_next_ = std::min(far_next_, slot);
+    } else {
       near_insert(QueuedEvent{time, seq, index, kind});
+    }
+    return seq;
   }
 
   [[gnu::noinline]] void grow_nodes() {
@@ -203,74 +217,91 @@ class EventQueue {
       refill();
   }
 
-  // near_ is empty: moves cur_ to the earliest non-empty slot and loads it (out of line: the fast
-  // path in settle() must stay cheap to inline).
+  // near_ is empty: moves cur_ to the earliest non-empty slot (of the ring, far_ or both) and
+  // loads its events (out of line: the fast path in settle() must stay cheap to inline).
   [[gnu::noinline]] void refill() {
-    load(next_slot());
-    // The events of the next slot were written long ago (a link latency): fetch them while these
-    // run. The links are in the small next_ array, so walking them does not wait on ev_.
-    if (in_ring_ > 0) {
-      const std::size_t r2 = next_ring_slot() & kRingMask;
-      for (std::uint32_t n = head_[r2]; n != kNil; n = next_[n]) __builtin_prefetch(&ev_[n]);
-    }
-  }
-
-  // The earliest non-empty slot after cur_ (the ring or far_ must not be empty).
-  Time next_slot() const {
-    Time slot = std::numeric_limits<Time>::max();
-    if (in_ring_ > 0) slot = next_ring_slot();
-    if (!far_.empty()) slot = std::min(slot, far_.top().time >> shift_);
-    return slot;
-  }
-
-  // Loads the events of `slot` (the earliest non-empty one after cur_) into the empty near_; it
-  // becomes cur_.
-  void load(Time slot) {
+    const Time slot = std::min(ring_next_, far_next_);
     cur_ = slot;
-    const std::size_t r = slot & kRingMask;
-    if ((bits_[r / 64] >> (r % 64) & 1u) != 0) {
+    // (in_ring_ and far_ say whether there is a slot: kNoSlot is also a slot number, for times near
+    // the end of time with slot_shift 0.)
+    if (in_ring_ > 0 && ring_next_ == slot) {
+      const std::size_t r = slot & kRingMask;
       bits_[r / 64] &= ~(std::uint64_t{1} << (r % 64));
-      std::uint32_t n = head_[r];
+      const std::uint32_t n = head_[r];
       head_[r] = kNil;
-      assert(near_head_ == 0 && near_end_ == 0);
-      // near_ is empty. The list is newest first: count it (its links are in the small next_
-      // array), then fill near_ from the back, so that it is in push order. In locals: stores into
-      // near_ could alias the members, which the compiler would then store and reload every event.
-      std::uint32_t* next = next_.data();
-      std::size_t count = 0;
-      for (std::uint32_t m = n; m != kNil; m = next[m]) ++count;
-      if (count > near_.size()) [[unlikely]]
-        near_.resize(std::max<std::size_t>(16, std::bit_ceil(count)));
-      QueuedEvent* near = near_.data();
-      const QueuedEvent* ev = ev_.data();
-      std::uint32_t free = free_;
-      for (std::size_t i = count; i > 0;) {
-        near[--i] = ev[n];
-        const std::uint32_t after = next[n];
-        next[n] = free;
-        free = n;
-        n = after;
-      }
-      near_end_ = count;
-      free_ = free;
-      in_ring_ -= count;
-      // Push order, then sorted by (time, seq): an insertion sort for the usual few events (push
-      // order is nearly sorted when seq is the push order), std::sort for a crowded slot (keyed
-      // events of one instant arrive in any order: many hosts starting at once would make the
-      // insertion sort quadratic). seq is unique, so both give the one (time, seq) order.
-      const auto end = near_.begin() + static_cast<std::ptrdiff_t>(near_end_);
-      if (near_end_ > kInsertionSortMax) {
-        std::sort(near_.begin(), end, before);
+      assert(n != kNil && near_head_ == 0 && near_end_ == 0);
+      if (next_[n] == kNil) {  // the usual slot: one event, nothing to sort
+        const std::uint32_t free = free_;
+        next_[n] = free;
+        free_ = n;
+        near_end_ = 1;
+        --in_ring_;
+        near_[0] = ev_[n];  // last: its byte store could alias the members (near_ is >= 16 long)
       } else {
-        for (std::size_t i = 1; i < near_end_; ++i) {
-          const QueuedEvent e = near_[i];
-          std::size_t j = i;
-          for (; j > 0 && before(e, near_[j - 1]); --j) near_[j] = near_[j - 1];
-          near_[j] = e;
-        }
+        load_list(n);
+      }
+      if (in_ring_ > 0) {
+        ring_next_ = next_ring_slot();
+        // The events of that slot were written long ago (a link latency): fetch them while these
+        // run. The links are in the small next_ array, so walking them does not wait on ev_.
+        for (std::uint32_t m = head_[ring_next_ & kRingMask]; m != kNil; m = next_[m])
+          __builtin_prefetch(&ev_[m]);
+      } else {
+        ring_next_ = kNoSlot;
       }
     }
+    if (!far_.empty() && far_next_ == slot) load_far(slot);
+  }
+
+  // Moves the events of ring list n (two or more, taken off its slot) into the empty near_, sorted.
+  [[gnu::noinline]] void load_list(std::uint32_t n) {
+    std::uint32_t* next = next_.data();
+    // The list is newest first: count it (its links are in the small next_ array), then fill near_
+    // from the back, so that it is in push order. In locals: stores into near_ could alias the
+    // members, which the compiler would then store and reload every event.
+    std::size_t count = 0;
+    for (std::uint32_t m = n; m != kNil; m = next[m]) ++count;
+    if (count > near_.size()) [[unlikely]]
+      near_.resize(std::max<std::size_t>(16, std::bit_ceil(count)));
+    QueuedEvent* near = near_.data();
+    const QueuedEvent* ev = ev_.data();
+    std::uint32_t free = free_;
+    for (std::size_t i = count; i > 0;) {
+      near[--i] = ev[n];
+      const std::uint32_t after = next[n];
+      next[n] = free;
+      free = n;
+      n = after;
+    }
+    near_end_ = count;
+    free_ = free;
+    in_ring_ -= count;
+    // Push order, then sorted by (time, seq): an insertion sort for the usual few events (push
+    // order is nearly sorted when seq is the push order), std::sort for a crowded slot (keyed
+    // events of one instant arrive in any order: many hosts starting at once would make the
+    // insertion sort quadratic). seq is unique, so both give the one (time, seq) order.
+    if (count > kInsertionSortMax) {
+      sort_crowded(near, near + count);
+    } else {
+      for (std::size_t i = 1; i < count; ++i) {
+        const QueuedEvent e = near[i];
+        std::size_t j = i;
+        for (; j > 0 && before(e, near[j - 1]); --j) near[j] = near[j - 1];
+        near[j] = e;
+      }
+    }
+  }
+
+  // Out of line: std::sort's frame would make every load_list save registers. A lambda, not the
+  // function: std::sort given a function pointer calls it for every comparison.
+  [[gnu::noinline]] static void sort_crowded(QueuedEvent* first, QueuedEvent* last) {
+    std::sort(first, last, [](const QueuedEvent& a, const QueuedEvent& b) { return before(a, b); });
+  }
+
+  // Moves far_'s events of `slot` (= cur_) into near_ (after the ring's, if any), sorted.
+  [[gnu::noinline]] void load_far(Time slot) {
     while (!far_.empty() && (far_.top().time >> shift_) == slot) near_insert(far_.pop());
+    far_next_ = far_.empty() ? kNoSlot : far_.top().time >> shift_;
   }
 
   // The first slot after cur_ with a ring entry (the ring must not be empty).
@@ -279,10 +310,10 @@ class EventQueue {
     std::size_t w = start / 64;
     std::uint64_t word = bits_[w] & (~std::uint64_t{0} << (start % 64));
     for (std::size_t i = 0; word == 0; ++i) {
-      w = (w + 1) % bits_.size();
+      w = (w + 1) % kRingWords;  // a constant: a mask, not a division
       word = bits_[w];
       // Wrapped around to the start word: only its bits below `start` are left.
-      if (i + 1 == bits_.size()) word &= (std::uint64_t{1} << (start % 64)) - 1;
+      if (i + 1 == kRingWords) word &= (std::uint64_t{1} << (start % 64)) - 1;
     }
     const std::size_t r = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
     return cur_ + 1 + ((r - start) & kRingMask);
@@ -299,6 +330,8 @@ class EventQueue {
   std::uint32_t free_ = kNil;
   std::size_t in_ring_ = 0;
   Time cur_ = 0;
+  Time ring_next_ = kNoSlot;  ///< the earliest non-empty ring slot (> cur_), kNoSlot if none
+  Time far_next_ = kNoSlot;   ///< the slot of far_'s top, kNoSlot if far_ is empty
   std::uint64_t next_seq_ = 0;
 };
 

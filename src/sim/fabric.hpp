@@ -84,6 +84,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/rng.hpp"
@@ -286,6 +287,8 @@ class Fabric {
 
   /// Serialisation time in ps of `bytes` at `rate_bps` (rounded up, >= 1).
   static std::uint64_t serialization_ps(std::uint64_t bytes, double rate_bps);
+  /// c if serialization_ps(b, rate_bps) == b * c for every b in [1, max_bytes], else 0.
+  static std::uint64_t exact_ps_per_byte(double rate_bps, std::uint64_t max_bytes);
 
  private:
   enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge, kCall };
@@ -316,6 +319,8 @@ class Fabric {
   void assign_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self,
                         std::uint32_t parts);
   void init_ports();
+  /// Sets the port's rate and its ps_per_byte.
+  void set_rate(Port& pt, double rate_bps);
   /// Our index of global port `port` (kNone if we do not hold it).
   std::uint32_t local_port(std::uint32_t port) const;
   void index_leaves();
@@ -361,6 +366,10 @@ class Fabric {
   std::uint32_t nhosts_ = 0, planes_ = 0;  ///< topo_.hosts and topo_.planes (read per packet)
   FabricConfig cfg_;
   std::uint64_t control_cap_ = 0;
+  /// The largest wire size a packet can have (header + 64 KB payload + trailer + overhead, at most
+  /// 256 KB): Port::ps_per_byte holds up to it.
+  std::uint64_t fast_wire_max_ = 0;
+  std::vector<std::pair<double, std::uint64_t>> ps_per_byte_memo_;  ///< (rate, Port::ps_per_byte)
   std::vector<Rng> node_rng_;  ///< per node: its coin flips (ECN, gray loss)
   Time now_ps_ = 0;
   EventQueue events_;

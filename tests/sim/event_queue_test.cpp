@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -122,6 +123,75 @@ TEST(EventQueue, CalendarMatchesReferenceAcrossRegions) {
       ASSERT_EQ(q.empty(), ref.empty());
     }
   }
+}
+
+// Keyed events (a random, unique key each) in lone and crowded slots, in the slot being run, across
+// the ring and beyond it (the far heap; sometimes in the same slot as ring events, which is how a
+// far event's slot comes into the ring's reach), popped in exact (time, key) order.
+TEST(EventQueue, KeyedMixOfSlotsMatchesReference) {
+  constexpr unsigned kShift = 8;
+  EventQueue q(kShift);
+  std::vector<std::tuple<Time, std::uint64_t, std::uint32_t>> ref;  // (time, key, index)
+  Rng rng(11);
+  Time now = 0;
+  std::uint32_t next_index = 0;
+  std::size_t far_pushes = 0;
+  auto push = [&](Time t) {
+    const std::uint32_t idx = next_index++;
+    const std::uint64_t key = (rng.next() >> 24 << 24) | idx;  // unique, unrelated to push order
+    q.push_keyed(t, 0, idx, key);
+    ref.emplace_back(t, key, idx);
+    std::push_heap(ref.begin(), ref.end(), std::greater<>());
+  };
+  for (int op = 0; op < 300000; ++op) {
+    const std::uint32_t r = rng.below(100);
+    if (ref.empty() || r < 50) {
+      const std::uint32_t kind = rng.below(20);
+      const Time slot_start = now >> kShift << kShift;
+      if (kind < 8) {
+        push(now + rng.below(1u << 16));  // a few slots ahead: mostly one event a slot
+      } else if (kind < 12) {
+        push(slot_start + (Time{1} << kShift) + rng.below(4));  // the next slot, crowded
+      } else if (kind < 14) {
+        push(now +
+             rng.below(static_cast<std::uint32_t>((slot_start + (Time{1} << kShift)) - now)));  // this slot
+      } else if (kind < 17) {
+        push(now + (Time{1} << (kShift + 14)) + rng.below(1u << 20));  // beyond the ring
+        ++far_pushes;
+      } else {
+        push(now + rng.below(1u << 22));  // across the ring
+      }
+    } else {
+      std::pop_heap(ref.begin(), ref.end(), std::greater<>());
+      const auto expect = ref.back();
+      ref.pop_back();
+      const QueuedEvent e = q.pop();
+      ASSERT_EQ(e.time, std::get<0>(expect));
+      ASSERT_EQ(e.seq, std::get<1>(expect));
+      ASSERT_EQ(e.index, std::get<2>(expect));
+      now = e.time;
+    }
+    ASSERT_EQ(q.size(), ref.size());
+    ASSERT_EQ(q.empty(), ref.empty());
+  }
+  EXPECT_GT(far_pushes, 10000u);
+}
+
+// Slot numbers up to the largest time (slot_shift 0): an event at the end of time still pops.
+TEST(EventQueue, TimesNearTheEndOfTime) {
+  EventQueue q(0);
+  constexpr Time kMax = std::numeric_limits<Time>::max();
+  q.push(kMax, 0, 3);
+  q.push(kMax - 5, 0, 1);
+  q.push(7, 0, 0);
+  EXPECT_EQ(q.pop().index, 0u);
+  EXPECT_EQ(q.pop().index, 1u);  // cur_ is now near the end: the next one is in the ring
+  q.push(kMax - 2, 0, 2);
+  q.push(kMax, 0, 4);
+  EXPECT_EQ(q.pop().index, 2u);
+  EXPECT_EQ(q.pop().index, 3u);
+  EXPECT_EQ(q.pop().index, 4u);
+  EXPECT_TRUE(q.empty());
 }
 
 // peek(i) shows the next events of the loaded run in pop order, and nothing past it.

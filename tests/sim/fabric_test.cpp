@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "sim/run.hpp"
@@ -14,6 +15,25 @@ namespace mrc::sim {
 namespace {
 
 // --- topologies ----------------------------------------------------------------------------------
+
+// The per-port fast path of serialisation (bytes x an integer ps per byte) is taken only for a rate
+// where it equals the formula at every size up to the bound.
+TEST(Serialization, ExactPsPerByteMatchesTheFormula) {
+  constexpr std::uint64_t kMax = 70000;
+  for (const auto& [rate, ps] : std::vector<std::pair<double, std::uint64_t>>{
+           {100e9, 80}, {400e9, 20}, {800e9, 10}, {25e9, 320}, {8e12, 1}}) {
+    EXPECT_EQ(Fabric::exact_ps_per_byte(rate, kMax), ps) << rate;
+    for (const std::uint64_t b : {std::uint64_t{1}, std::uint64_t{64}, std::uint64_t{1500},
+                                  std::uint64_t{4196}, std::uint64_t{65535}, kMax})
+      EXPECT_EQ(Fabric::serialization_ps(b, rate), b * ps) << rate << " " << b;
+  }
+  // Not a whole number of ps per byte (2666.67; 20.5 rounds to 21 for one byte but 41 for two),
+  // or faster than a byte per ps: no fast path.
+  EXPECT_EQ(Fabric::exact_ps_per_byte(3e9, kMax), 0u);
+  EXPECT_EQ(Fabric::serialization_ps(2, 8e12 / 20.5), 41u);
+  EXPECT_EQ(Fabric::exact_ps_per_byte(8e12 / 20.5, kMax), 0u);
+  EXPECT_EQ(Fabric::exact_ps_per_byte(16e12, kMax), 0u);
+}
 
 TEST(FatTree, WiringCounts) {
   for (std::uint32_t k : {4u, 8u}) {
