@@ -51,22 +51,6 @@ const Qp* Endpoint::qp(std::uint32_t qpn) const {
   return qps_[qpn - kFirstQpn].get();
 }
 
-void Endpoint::touch(std::uint32_t i) const {
-  if (is_dirty_[i]) return;
-  is_dirty_[i] = 1;
-  dirty_.push_back(i);
-}
-
-bool Endpoint::due_less(std::uint32_t a, std::uint32_t b) const {
-  return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;
-}
-
-void Endpoint::due_swap(std::uint32_t a, std::uint32_t b) const {
-  std::swap(due_heap_[a], due_heap_[b]);
-  due_pos_[due_heap_[a]] = a;
-  due_pos_[due_heap_[b]] = b;
-}
-
 void Endpoint::due_up(std::uint32_t pos) const {
   while (pos > 0) {
     const std::uint32_t parent = (pos - 1) / 2;
@@ -425,13 +409,20 @@ Time Endpoint::next_deadline() const {
 }
 
 void Endpoint::on_timer(Time now) {
-  // The due QPs in QPN order, as a scan of every QP would visit them.
+  // The due QPs in QPN order, as a scan of every QP would visit them. They are the heap's top
+  // subtree of entries <= now, gathered breadth first (heap positions, then QP indices); they stay
+  // in the heap, touched, and take their new deadlines at the next refresh_deadlines().
   refresh_deadlines();
   fired_.clear();
-  while (!due_heap_.empty() && due_[due_heap_.front()] <= now) {
-    const std::uint32_t i = due_heap_.front();
-    fired_.push_back(i);
-    due_set(i, kNever);
+  if (!due_heap_.empty() && due_[due_heap_.front()] <= now) fired_.push_back(0);
+  const auto n = static_cast<std::uint32_t>(due_heap_.size());
+  for (std::size_t j = 0; j < fired_.size(); ++j) {
+    const std::uint32_t l = 2 * fired_[j] + 1;
+    if (l < n && due_[due_heap_[l]] <= now) fired_.push_back(l);
+    if (l + 1 < n && due_[due_heap_[l + 1]] <= now) fired_.push_back(l + 1);
+  }
+  for (std::uint32_t& i : fired_) {
+    i = due_heap_[i];
     touch(i);
   }
   std::sort(fired_.begin(), fired_.end());

@@ -289,11 +289,21 @@ class Endpoint {
   // index), so next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP (a host
   // of a 128-host all-to-all has 254). A QP's deadline is re-read (touch) whenever the endpoint
   // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes.
-  void touch(std::uint32_t i) const;
+  void touch(std::uint32_t i) const {
+    if (is_dirty_[i]) return;
+    is_dirty_[i] = 1;
+    dirty_.push_back(i);
+  }
   void refresh_deadlines() const;
   void due_set(std::uint32_t i, Time t) const;
-  bool due_less(std::uint32_t a, std::uint32_t b) const;
-  void due_swap(std::uint32_t a, std::uint32_t b) const;
+  bool due_less(std::uint32_t a, std::uint32_t b) const {
+    return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;
+  }
+  void due_swap(std::uint32_t a, std::uint32_t b) const {
+    std::swap(due_heap_[a], due_heap_[b]);
+    due_pos_[due_heap_[a]] = a;
+    due_pos_[due_heap_[b]] = b;
+  }
   void due_up(std::uint32_t pos) const;
   void due_down(std::uint32_t pos) const;
   static constexpr std::uint32_t kNoPos = 0xFFFFFFFFu;
