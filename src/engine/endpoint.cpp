@@ -12,7 +12,6 @@
 namespace mrc::engine {
 
 namespace {
-constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
 constexpr std::size_t kMaxEpTx = 1024;
 constexpr std::size_t kMaxVerify = 64;               ///< port-status checks outstanding (D40)
 constexpr std::uint32_t kVerifyProbeBit = 1u << 23;  ///< BTH.PSN of our own checks; API probes are < 2^16
@@ -39,17 +38,6 @@ Endpoint::Endpoint(const EndpointConfig& cfg)
       rng_(cfg.seed ^ 0x9E3779B97F4A7C15ULL) {}
 
 Endpoint::~Endpoint() = default;
-
-Qp* Endpoint::qp(std::uint32_t qpn) {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  Qp* q = qps_[qpn - kFirstQpn].get();
-  if (q != nullptr) touch(qpn - kFirstQpn);  // the caller may change it
-  return q;
-}
-const Qp* Endpoint::qp(std::uint32_t qpn) const {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  return qps_[qpn - kFirstQpn].get();
-}
 
 void Endpoint::due_up(std::uint32_t pos) const {
   while (pos > 0) {
@@ -268,6 +256,7 @@ bool Endpoint::poll_completion(Completion& out) {
 }
 
 void Endpoint::push_event(const Event& e) {
+  if (!cfg_.events) return;
   if (cfg_.tun.max_events != 0 && events_.size() >= cfg_.tun.max_events) {
     events_.pop_front();
     ++events_lost_;

@@ -153,6 +153,9 @@ struct EndpointConfig {
   /// reserved (docs/wire-format.md W20, decisions.md D44, D45). They are used with a peer only where
   /// its connection also agreed (QpRemote::wire_ext). Off: exactly the bytes a spec peer sends.
   bool wire_ext = true;
+  /// Keep events for poll_event(). Off, none is kept (poll_event() finds none): for a driver that
+  /// reads none, like the simulator, which would only drain and drop them.
+  bool events = true;
   Tunables tun;
 };
 
@@ -220,8 +223,16 @@ class Endpoint {
   int modify_to_rts(std::uint32_t qpn, std::uint32_t sq_psn, Time now);
   int modify_to_error(std::uint32_t qpn, Time now);
   QpState qp_state(std::uint32_t qpn) const;
-  Qp* qp(std::uint32_t qpn);
-  const Qp* qp(std::uint32_t qpn) const;
+  Qp* qp(std::uint32_t qpn) {
+    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+    Qp* q = qps_[qpn - kFirstQpn].get();
+    if (q != nullptr) touch(qpn - kFirstQpn);  // the caller may change it
+    return q;
+  }
+  const Qp* qp(std::uint32_t qpn) const {
+    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+    return qps_[qpn - kFirstQpn].get();
+  }
 
   // --- verbs-like data path ---------------------------------------------------------------------
   int post_send(std::uint32_t qpn, const SendWr& wr, Time now);
@@ -307,6 +318,7 @@ class Endpoint {
   void due_up(std::uint32_t pos) const;
   void due_down(std::uint32_t pos) const;
   static constexpr std::uint32_t kNoPos = 0xFFFFFFFFu;
+  static constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
 
   EndpointConfig cfg_;
   MemoryTable memory_;

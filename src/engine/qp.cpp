@@ -155,11 +155,6 @@ std::size_t Qp::memory_bytes() const {
          ctrl_.memory_bytes();
 }
 
-Time Qp::next_deadline() const {
-  if (state_ != QpState::kRts) return kNever;
-  return req_.next_deadline();
-}
-
 void Qp::on_timer(Time now) {
   if (state_ != QpState::kRts) return;
   req_.on_timer(now);

@@ -67,7 +67,7 @@ class Qp {
   bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
   /// May produce something in poll_tx() now (cheap, conservative).
   bool wants_tx() const;
-  Time next_deadline() const;
+  Time next_deadline() const { return state_ == QpState::kRts ? req_.next_deadline() : kNever; }
   void on_timer(Time now);
   /// The plane `port` became (un)usable toward the peer (local port or peer's port status).
   void set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now);
