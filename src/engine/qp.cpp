@@ -103,16 +103,13 @@ int Qp::post_send(const SendWr& wr, Time now) {
   return req_.post_send(wr, now);
 }
 
-std::uint32_t Qp::usable_ports(std::uint32_t free_ports) const {
-  return free_ports & ep_.port_mask() & peer_ports_;
-}
-
 void Qp::ev_sink(void* ctx, const EvManager::Transition& t, Time now) {
   static_cast<Qp*>(ctx)->emit_ev_event(t, now);
 }
 
 void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
   ++ctr_.ev_transitions;
+  if (!ep_.config().events) return;
   Event e;
   e.type = EventType::kEvState;
   e.qpn = qpn_;
@@ -141,13 +138,6 @@ void Qp::set_peer_ports(std::uint32_t mask, Time now) {
     if (((ep_.port_mask() >> p) & 1u) == 0) continue;  // locally down anyway
     set_plane_usable(p, up, up ? EvCause::kPortUp : EvCause::kPortDown, now);
   }
-}
-
-bool Qp::wants_tx() const {
-  if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
-  if (!ctrl_.empty()) return true;
-  if (state_ != QpState::kRts) return false;
-  return req_.wants_tx();
 }
 
 std::size_t Qp::memory_bytes() const {

@@ -66,7 +66,11 @@ class Qp {
   void on_packet(const wire::Packet& p, const RxMeta& meta, Time now);
   bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
   /// May produce something in poll_tx() now (cheap, conservative).
-  bool wants_tx() const;
+  bool wants_tx() const {
+    if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
+    if (!ctrl_.empty()) return true;
+    return state_ == QpState::kRts && req_.wants_tx();
+  }
   Time next_deadline() const { return state_ == QpState::kRts ? req_.next_deadline() : kNever; }
   void on_timer(Time now);
   /// The plane `port` became (un)usable toward the peer (local port or peer's port status).
@@ -87,7 +91,9 @@ class Qp {
   void fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now);
 
  private:
-  std::uint32_t usable_ports(std::uint32_t free_ports) const;
+  std::uint32_t usable_ports(std::uint32_t free_ports) const {
+    return free_ports & ep_.port_mask() & peer_ports_;
+  }
   void emit_ev_event(const EvManager::Transition& t, Time now);
   static void ev_sink(void* ctx, const EvManager::Transition& t, Time now);
   // Part of poll_tx, inlined into it as Requester::poll is: every control packet goes through it.

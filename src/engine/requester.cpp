@@ -87,14 +87,6 @@ void Requester::resend_in_flight_on(std::uint8_t port, Time now) {
   }
 }
 
-bool Requester::wants_tx() const {
-  if (!dup_queue_.empty() || evm_.next_probe_time() != kNever) return true;
-  // Blocked by the congestion or MPR window: the SACK, NACK or loss that opens it calls tx_ready().
-  // A tail probe or RTO due later wakes the QP through its timer.
-  if (window_blocked_) return false;
-  return sent_.lost() > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever;
-}
-
 void Requester::on_timer(Time now) {
   timer_seen_ = now;
   evm_.expire_skips(now);

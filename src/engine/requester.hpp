@@ -54,7 +54,7 @@ class Requester {
   /// oldest retransmission, a second copy (D56), new data. False if nothing may.
   [[gnu::always_inline]] inline bool poll(TxPacket& out, std::uint32_t ports, Time now);
   /// May produce something in poll() now (cheap, conservative).
-  bool wants_tx() const;
+  inline bool wants_tx() const;
   /// RTO, tail-loss probe, RACK's reorder timer, EV probes due, probe timeouts, a fatal NAK's
   /// deadline; kNever if none. Inline: the endpoint asks after every event that touched the QP.
   inline Time next_deadline() const;
@@ -282,6 +282,14 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
     --sq_unsent_;
   }
   return build_data(out, psn, false, slot, now);
+}
+
+inline bool Requester::wants_tx() const {
+  if (!dup_queue_.empty() || evm_.next_probe_time() != kNever) return true;
+  // Blocked by the congestion or MPR window: the SACK, NACK or loss that opens it calls tx_ready().
+  // A tail probe or RTO due later wakes the QP through its timer.
+  if (window_blocked_) return false;
+  return sent_.lost() > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever;
 }
 
 inline Duration Requester::rto() const {
