@@ -131,6 +131,7 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   const auto qpn = static_cast<std::uint32_t>(kFirstQpn + qps_.size());
   qps_.push_back(std::make_unique<Qp>(*this, qpn, cfg));
   in_ready_.push_back(0);
+  idle_until_.push_back(0);
   due_.push_back(kNever);
   due_pos_.push_back(kNoPos);
   is_dirty_.push_back(0);
@@ -363,18 +364,25 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   for (std::size_t tried = 0; tried < n;) {
     if (tx_rr_ >= tx_ready_.size()) tx_rr_ = 0;
     Qp* q = tx_ready_[tx_rr_];
-    touch(q->qpn() - kFirstQpn);
+    const std::uint32_t i = q->qpn() - kFirstQpn;
+    if (now < idle_until_[i]) {  // as the last poll: nothing, and nothing changed
+      ++tx_rr_;
+      ++tried;
+      continue;
+    }
+    touch(i);
     if (q->poll_tx(out, now, free_ports)) {
       ++tx_rr_;
       return true;
     }
     if (!q->wants_tx()) {
-      in_ready_[q->qpn() - kFirstQpn] = 0;
+      in_ready_[i] = 0;
       tx_ready_[tx_rr_] = tx_ready_.back();
       tx_ready_.pop_back();
       --n;
       continue;
     }
+    idle_until_[i] = q->idle_until();
     ++tx_rr_;
     ++tried;
   }

@@ -299,8 +299,10 @@ class Endpoint {
   // QP timers: every QP's next_deadline() cached in an indexed min-heap ordered by (deadline, QP
   // index), so next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP (a host
   // of a 128-host all-to-all has 254). A QP's deadline is re-read (touch) whenever the endpoint
-  // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes.
+  // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes. That
+  // also ends the QP's idle promise (idle_until_).
   void touch(std::uint32_t i) const {
+    idle_until_[i] = 0;
     if (is_dirty_[i]) return;
     is_dirty_[i] = 1;
     dirty_.push_back(i);
@@ -332,6 +334,9 @@ class Endpoint {
   std::vector<std::uint32_t> fired_;    ///< on_timer scratch
   std::vector<Qp*> tx_ready_;           ///< QPs that may have something to send (round robin)
   std::vector<std::uint8_t> in_ready_;  ///< per QP index: listed in tx_ready_
+  /// Per QP index: Qp::idle_until() after a poll_tx that found nothing; until then, or until the QP
+  /// is touched, poll_tx passes over it (0: no promise).
+  mutable std::vector<Time> idle_until_;
   std::size_t tx_rr_ = 0;
   std::deque<Completion> completions_;
   std::deque<Event> events_;

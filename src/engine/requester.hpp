@@ -55,6 +55,12 @@ class Requester {
   [[gnu::always_inline]] inline bool poll(TxPacket& out, std::uint32_t ports, Time now);
   /// May produce something in poll() now (cheap, conservative).
   inline bool wants_tx() const;
+  /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
+  /// does nothing before the first of a SKIP expiry, an EV probe and the tail-loss probe.
+  Time idle_until() const {
+    if (!dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0) return 0;
+    return std::min({evm_.next_skip_expiry(), evm_.next_probe_time(), tail_probe_at_});
+  }
   /// RTO, tail-loss probe, RACK's reorder timer, EV probes due, probe timeouts, a fatal NAK's
   /// deadline; kNever if none. Inline: the endpoint asks after every event that touched the QP.
   inline Time next_deadline() const;
