@@ -12,7 +12,6 @@
 namespace mrc::engine {
 
 namespace {
-constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
 constexpr std::size_t kMaxEpTx = 1024;
 constexpr std::size_t kMaxVerify = 64;               ///< port-status checks outstanding (D40)
 constexpr std::uint32_t kVerifyProbeBit = 1u << 23;  ///< BTH.PSN of our own checks; API probes are < 2^16
@@ -39,33 +38,6 @@ Endpoint::Endpoint(const EndpointConfig& cfg)
       rng_(cfg.seed ^ 0x9E3779B97F4A7C15ULL) {}
 
 Endpoint::~Endpoint() = default;
-
-Qp* Endpoint::qp(std::uint32_t qpn) {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  Qp* q = qps_[qpn - kFirstQpn].get();
-  if (q != nullptr) touch(qpn - kFirstQpn);  // the caller may change it
-  return q;
-}
-const Qp* Endpoint::qp(std::uint32_t qpn) const {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  return qps_[qpn - kFirstQpn].get();
-}
-
-void Endpoint::touch(std::uint32_t i) const {
-  if (is_dirty_[i]) return;
-  is_dirty_[i] = 1;
-  dirty_.push_back(i);
-}
-
-bool Endpoint::due_less(std::uint32_t a, std::uint32_t b) const {
-  return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;
-}
-
-void Endpoint::due_swap(std::uint32_t a, std::uint32_t b) const {
-  std::swap(due_heap_[a], due_heap_[b]);
-  due_pos_[due_heap_[a]] = a;
-  due_pos_[due_heap_[b]] = b;
-}
 
 void Endpoint::due_up(std::uint32_t pos) const {
   while (pos > 0) {
@@ -144,9 +116,9 @@ bool Endpoint::valid_qp_config(const QpConfig& cfg) const {
   if (cfg.evs.empty() || cfg.evs.size() >= 0xFFFF || cfg.active_count > cfg.evs.size() ||
       cfg.ev_min_active > cfg.evs.size())
     return false;
-  for (const Ev& e : cfg.evs)
-    if (e.port >= cfg_.num_ports) return false;
-  return true;
+  std::uint8_t max_port = 0;  // without an early exit (vectorised): a bad port is the exception
+  for (const Ev& e : cfg.evs) max_port = std::max(max_port, e.port);
+  return max_port < cfg_.num_ports;
 }
 
 std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
@@ -159,6 +131,7 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   const auto qpn = static_cast<std::uint32_t>(kFirstQpn + qps_.size());
   qps_.push_back(std::make_unique<Qp>(*this, qpn, cfg));
   in_ready_.push_back(0);
+  idle_until_.push_back(0);
   due_.push_back(kNever);
   due_pos_.push_back(kNoPos);
   is_dirty_.push_back(0);
@@ -284,6 +257,7 @@ bool Endpoint::poll_completion(Completion& out) {
 }
 
 void Endpoint::push_event(const Event& e) {
+  if (!cfg_.events) return;
   if (cfg_.tun.max_events != 0 && events_.size() >= cfg_.tun.max_events) {
     events_.pop_front();
     ++events_lost_;
@@ -390,18 +364,25 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   for (std::size_t tried = 0; tried < n;) {
     if (tx_rr_ >= tx_ready_.size()) tx_rr_ = 0;
     Qp* q = tx_ready_[tx_rr_];
-    touch(q->qpn() - kFirstQpn);
+    const std::uint32_t i = q->qpn() - kFirstQpn;
+    if (now < idle_until_[i]) {  // as the last poll: nothing, and nothing changed
+      ++tx_rr_;
+      ++tried;
+      continue;
+    }
+    touch(i);
     if (q->poll_tx(out, now, free_ports)) {
       ++tx_rr_;
       return true;
     }
     if (!q->wants_tx()) {
-      in_ready_[q->qpn() - kFirstQpn] = 0;
+      in_ready_[i] = 0;
       tx_ready_[tx_rr_] = tx_ready_.back();
       tx_ready_.pop_back();
       --n;
       continue;
     }
+    idle_until_[i] = q->idle_until();
     ++tx_rr_;
     ++tried;
   }
@@ -425,13 +406,20 @@ Time Endpoint::next_deadline() const {
 }
 
 void Endpoint::on_timer(Time now) {
-  // The due QPs in QPN order, as a scan of every QP would visit them.
+  // The due QPs in QPN order, as a scan of every QP would visit them. They are the heap's top
+  // subtree of entries <= now, gathered breadth first (heap positions, then QP indices); they stay
+  // in the heap, touched, and take their new deadlines at the next refresh_deadlines().
   refresh_deadlines();
   fired_.clear();
-  while (!due_heap_.empty() && due_[due_heap_.front()] <= now) {
-    const std::uint32_t i = due_heap_.front();
-    fired_.push_back(i);
-    due_set(i, kNever);
+  if (!due_heap_.empty() && due_[due_heap_.front()] <= now) fired_.push_back(0);
+  const auto n = static_cast<std::uint32_t>(due_heap_.size());
+  for (std::size_t j = 0; j < fired_.size(); ++j) {
+    const std::uint32_t l = 2 * fired_[j] + 1;
+    if (l < n && due_[due_heap_[l]] <= now) fired_.push_back(l);
+    if (l + 1 < n && due_[due_heap_[l + 1]] <= now) fired_.push_back(l + 1);
+  }
+  for (std::uint32_t& i : fired_) {
+    i = due_heap_[i];
     touch(i);
   }
   std::sort(fired_.begin(), fired_.end());

@@ -153,6 +153,9 @@ struct EndpointConfig {
   /// reserved (docs/wire-format.md W20, decisions.md D44, D45). They are used with a peer only where
   /// its connection also agreed (QpRemote::wire_ext). Off: exactly the bytes a spec peer sends.
   bool wire_ext = true;
+  /// Keep events for poll_event(). Off, none is kept (poll_event() finds none): for a driver that
+  /// reads none, like the simulator, which would only drain and drop them.
+  bool events = true;
   Tunables tun;
 };
 
@@ -220,8 +223,16 @@ class Endpoint {
   int modify_to_rts(std::uint32_t qpn, std::uint32_t sq_psn, Time now);
   int modify_to_error(std::uint32_t qpn, Time now);
   QpState qp_state(std::uint32_t qpn) const;
-  Qp* qp(std::uint32_t qpn);
-  const Qp* qp(std::uint32_t qpn) const;
+  Qp* qp(std::uint32_t qpn) {
+    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+    Qp* q = qps_[qpn - kFirstQpn].get();
+    if (q != nullptr) touch(qpn - kFirstQpn);  // the caller may change it
+    return q;
+  }
+  const Qp* qp(std::uint32_t qpn) const {
+    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+    return qps_[qpn - kFirstQpn].get();
+  }
 
   // --- verbs-like data path ---------------------------------------------------------------------
   int post_send(std::uint32_t qpn, const SendWr& wr, Time now);
@@ -288,15 +299,28 @@ class Endpoint {
   // QP timers: every QP's next_deadline() cached in an indexed min-heap ordered by (deadline, QP
   // index), so next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP (a host
   // of a 128-host all-to-all has 254). A QP's deadline is re-read (touch) whenever the endpoint
-  // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes.
-  void touch(std::uint32_t i) const;
+  // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes. That
+  // also ends the QP's idle promise (idle_until_).
+  void touch(std::uint32_t i) const {
+    idle_until_[i] = 0;
+    if (is_dirty_[i]) return;
+    is_dirty_[i] = 1;
+    dirty_.push_back(i);
+  }
   void refresh_deadlines() const;
   void due_set(std::uint32_t i, Time t) const;
-  bool due_less(std::uint32_t a, std::uint32_t b) const;
-  void due_swap(std::uint32_t a, std::uint32_t b) const;
+  bool due_less(std::uint32_t a, std::uint32_t b) const {
+    return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;
+  }
+  void due_swap(std::uint32_t a, std::uint32_t b) const {
+    std::swap(due_heap_[a], due_heap_[b]);
+    due_pos_[due_heap_[a]] = a;
+    due_pos_[due_heap_[b]] = b;
+  }
   void due_up(std::uint32_t pos) const;
   void due_down(std::uint32_t pos) const;
   static constexpr std::uint32_t kNoPos = 0xFFFFFFFFu;
+  static constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
 
   EndpointConfig cfg_;
   MemoryTable memory_;
@@ -310,6 +334,9 @@ class Endpoint {
   std::vector<std::uint32_t> fired_;    ///< on_timer scratch
   std::vector<Qp*> tx_ready_;           ///< QPs that may have something to send (round robin)
   std::vector<std::uint8_t> in_ready_;  ///< per QP index: listed in tx_ready_
+  /// Per QP index: Qp::idle_until() after a poll_tx that found nothing; until then, or until the QP
+  /// is touched, poll_tx passes over it (0: no promise).
+  mutable std::vector<Time> idle_until_;
   std::size_t tx_rr_ = 0;
   std::deque<Completion> completions_;
   std::deque<Event> events_;

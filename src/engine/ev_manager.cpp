@@ -46,8 +46,12 @@ std::shared_ptr<const EvManager::Table> EvManager::make_table(std::span<const Ev
 }
 
 bool EvManager::same_table(const Table& t, std::span<const Ev> evs, std::uint32_t active_count) {
-  return t.active_arg == active_count && t.evs.size() == evs.size() &&
-         std::equal(evs.begin(), evs.end(), t.evs.begin());
+  if (t.active_arg != active_count || t.evs.size() != evs.size()) return false;
+  // Without an early exit: every QP of a profile compares equal to the end (create_qp, D54).
+  std::uint32_t diff = 0;
+  for (std::size_t i = 0; i < evs.size(); ++i)
+    diff |= (evs[i].value ^ t.evs[i].value) | static_cast<std::uint32_t>(evs[i].port ^ t.evs[i].port);
+  return diff == 0;
 }
 
 bool EvManager::init(std::span<const Ev> evs, std::uint32_t active_count, std::uint32_t num_ports,
@@ -310,8 +314,7 @@ void EvManager::refresh_next_probe() {
   next_probe_ = next;
 }
 
-void EvManager::expire_skips(Time now) {
-  if (now < next_skip_) return;
+void EvManager::expire_skips_due(Time now) {
   own();
   Time next = kNever;
   std::size_t w = 0;
@@ -332,8 +335,7 @@ void EvManager::expire_skips(Time now) {
   next_skip_ = next;
 }
 
-std::uint16_t EvManager::next_probe_due(Time now) const {
-  if (now < next_probe_) return kNone;
+std::uint16_t EvManager::probe_due(Time now) const {
   for (const std::uint16_t slot : probing_) {
     if (cold_[sl_[slot].cold].next_probe <= now && port_usable(evs_[slot].port)) return slot;
   }

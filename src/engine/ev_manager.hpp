@@ -135,10 +135,12 @@ class EvManager {
 
   // Time-driven work.
   /// Returns SKIP EVs whose time is up to GOOD. Earliest pending expiry via next_skip_expiry().
-  void expire_skips(Time now);
+  void expire_skips(Time now) {
+    if (now >= next_skip_) expire_skips_due(now);
+  }
   Time next_skip_expiry() const { return next_skip_; }
   /// ASSUMED_BAD EVs due for a probe at `now` (the owner sends them and calls probe_sent()).
-  std::uint16_t next_probe_due(Time now) const;
+  std::uint16_t next_probe_due(Time now) const { return now < next_probe_ ? kNone : probe_due(now); }
   Time next_probe_time() const { return next_probe_; }
   void probe_sent(std::uint16_t slot, Time now);
 
@@ -246,6 +248,8 @@ class EvManager {
   std::uint16_t next_good(std::uint32_t eligible);
   void place_good(std::uint16_t slot);
   void refresh_next_probe();
+  void expire_skips_due(Time now);          ///< expire_skips() with one due
+  std::uint16_t probe_due(Time now) const;  ///< next_probe_due() past next_probe_
   Duration probe_backoff(const Cold& c) const { return params_.probe_interval << c.probe_fails; }
 
   std::shared_ptr<const Table> table_;

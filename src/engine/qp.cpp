@@ -103,16 +103,13 @@ int Qp::post_send(const SendWr& wr, Time now) {
   return req_.post_send(wr, now);
 }
 
-std::uint32_t Qp::usable_ports(std::uint32_t free_ports) const {
-  return free_ports & ep_.port_mask() & peer_ports_;
-}
-
 void Qp::ev_sink(void* ctx, const EvManager::Transition& t, Time now) {
   static_cast<Qp*>(ctx)->emit_ev_event(t, now);
 }
 
 void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
   ++ctr_.ev_transitions;
+  if (!ep_.config().events) return;
   Event e;
   e.type = EventType::kEvState;
   e.qpn = qpn_;
@@ -143,21 +140,9 @@ void Qp::set_peer_ports(std::uint32_t mask, Time now) {
   }
 }
 
-bool Qp::wants_tx() const {
-  if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
-  if (!ctrl_.empty()) return true;
-  if (state_ != QpState::kRts) return false;
-  return req_.wants_tx();
-}
-
 std::size_t Qp::memory_bytes() const {
   return sizeof(Qp) + req_.heap_bytes() + cfg_.evs.capacity() * sizeof(Ev) + rx_.heap_bytes() +
          ctrl_.memory_bytes();
-}
-
-Time Qp::next_deadline() const {
-  if (state_ != QpState::kRts) return kNever;
-  return req_.next_deadline();
 }
 
 void Qp::on_timer(Time now) {

@@ -66,8 +66,17 @@ class Qp {
   void on_packet(const wire::Packet& p, const RxMeta& meta, Time now);
   bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
   /// May produce something in poll_tx() now (cheap, conservative).
-  bool wants_tx() const;
-  Time next_deadline() const;
+  bool wants_tx() const {
+    if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
+    if (!ctrl_.empty()) return true;
+    return state_ == QpState::kRts && req_.wants_tx();
+  }
+  /// Until this time poll_tx() finds nothing to send and changes nothing, unless the QP's state
+  /// changes first (a packet, a post, a timer, a port: whatever the endpoint touches it for);
+  /// 0 if it makes no such promise. It holds while nothing is queued and only a SKIP's expiry, an
+  /// EV probe or a tail-loss probe, at their times, could give it something to send.
+  Time idle_until() const { return state_ == QpState::kRts && ctrl_.empty() ? req_.idle_until() : 0; }
+  Time next_deadline() const { return state_ == QpState::kRts ? req_.next_deadline() : kNever; }
   void on_timer(Time now);
   /// The plane `port` became (un)usable toward the peer (local port or peer's port status).
   void set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now);
@@ -87,7 +96,9 @@ class Qp {
   void fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now);
 
  private:
-  std::uint32_t usable_ports(std::uint32_t free_ports) const;
+  std::uint32_t usable_ports(std::uint32_t free_ports) const {
+    return free_ports & ep_.port_mask() & peer_ports_;
+  }
   void emit_ev_event(const EvManager::Transition& t, Time now);
   static void ev_sink(void* ctx, const EvManager::Transition& t, Time now);
   // Part of poll_tx, inlined into it as Requester::poll is: every control packet goes through it.

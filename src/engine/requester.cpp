@@ -69,14 +69,6 @@ Duration Requester::tail_probe_delay() const {
   return d ? d : rtt_.tail_probe_delay(reorder_window());
 }
 
-Duration Requester::rto() const {
-  if (cfg_.timeout == 0) return kNever;  // IB convention: 0 = wait forever
-  const Duration base = 1024ULL << std::min<std::uint32_t>(cfg_.timeout, 24);
-  if (retries_ < cfg_.retry_linear) return base;
-  const std::uint32_t k = std::min<std::uint32_t>(retries_ - cfg_.retry_linear + 1, 10);
-  return base << k;
-}
-
 void Requester::tx_ready() {
   window_blocked_ = false;
   ep_.mark_tx_ready(&qp_);
@@ -93,32 +85,6 @@ void Requester::resend_in_flight_on(std::uint8_t port, Time now) {
       mark_lost(psn, LossCause::kPort, now);
     psn = next;
   }
-}
-
-bool Requester::wants_tx() const {
-  if (!dup_queue_.empty() || evm_.next_probe_time() != kNever) return true;
-  // Blocked by the congestion or MPR window: the SACK, NACK or loss that opens it calls tx_ready().
-  // A tail probe or RTO due later wakes the QP through its timer.
-  if (window_blocked_) return false;
-  return sent_.lost() > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever;
-}
-
-Time Requester::next_deadline() const {
-  Time t = kNever;
-  if (!sent_.none_in_flight()) {
-    const Duration r = rto();
-    if (r != kNever) t = std::min(t, sent_.rec(sent_.oldest()).sent + r);
-    if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
-    t = std::min(t, rack_.timer());
-  }
-  t = std::min(t, evm_.next_skip_expiry());
-  if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
-  t = std::min(t, fatal_fail_at_);
-  const Duration probe_timeout = rtt_.probe_wait();
-  if (live_probes_ > 0)
-    for (const Probe& p : probes_)
-      if (p.live) t = std::min(t, p.sent + probe_timeout);
-  return t;
 }
 
 void Requester::on_timer(Time now) {

@@ -54,10 +54,16 @@ class Requester {
   /// oldest retransmission, a second copy (D56), new data. False if nothing may.
   [[gnu::always_inline]] inline bool poll(TxPacket& out, std::uint32_t ports, Time now);
   /// May produce something in poll() now (cheap, conservative).
-  bool wants_tx() const;
+  inline bool wants_tx() const;
+  /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
+  /// does nothing before the first of a SKIP expiry, an EV probe and the tail-loss probe.
+  Time idle_until() const {
+    if (!dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0) return 0;
+    return std::min({evm_.next_skip_expiry(), evm_.next_probe_time(), tail_probe_at_});
+  }
   /// RTO, tail-loss probe, RACK's reorder timer, EV probes due, probe timeouts, a fatal NAK's
-  /// deadline; kNever if none.
-  Time next_deadline() const;
+  /// deadline; kNever if none. Inline: the endpoint asks after every event that touched the QP.
+  inline Time next_deadline() const;
   void on_timer(Time now);
   /// Packets in flight on `port` are lost: resend them elsewhere at once.
   void resend_in_flight_on(std::uint8_t port, Time now);
@@ -128,7 +134,7 @@ class Requester {
   void on_fatal_nak(std::uint32_t psn, WcStatus st, Time now);
   void check_fatal_nak(Time now);  ///< fails the QP once a confirmed fatal NAK's deadline passes
   void on_rto(Time now);
-  Duration rto() const;
+  inline Duration rto() const;
   /// RttEstimator's, unless a tunable fixes them.
   Duration reorder_window() const;
   /// How long a SACK's RTT counts towards the slowest path's (D63): two RTTs.
@@ -282,6 +288,41 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
     --sq_unsent_;
   }
   return build_data(out, psn, false, slot, now);
+}
+
+inline bool Requester::wants_tx() const {
+  if (!dup_queue_.empty() || evm_.next_probe_time() != kNever) return true;
+  // Blocked by the congestion or MPR window: the SACK, NACK or loss that opens it calls tx_ready().
+  // A tail probe or RTO due later wakes the QP through its timer.
+  if (window_blocked_) return false;
+  return sent_.lost() > 0 || sq_unsent_ > 0 || tail_probe_at_ != kNever;
+}
+
+inline Duration Requester::rto() const {
+  if (cfg_.timeout == 0) return kNever;  // IB convention: 0 = wait forever
+  const Duration base = 1024ULL << std::min<std::uint32_t>(cfg_.timeout, 24);
+  if (retries_ < cfg_.retry_linear) return base;
+  const std::uint32_t k = std::min<std::uint32_t>(retries_ - cfg_.retry_linear + 1, 10);
+  return base << k;
+}
+
+inline Time Requester::next_deadline() const {
+  Time t = kNever;
+  if (!sent_.none_in_flight()) {
+    const Duration r = rto();
+    if (r != kNever) t = std::min(t, sent_.rec(sent_.oldest()).sent + r);
+    if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
+    t = std::min(t, rack_.timer());
+  }
+  t = std::min(t, evm_.next_skip_expiry());
+  if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
+  t = std::min(t, fatal_fail_at_);
+  if (live_probes_ > 0) {
+    const Duration probe_timeout = rtt_.probe_wait();
+    for (const Probe& p : probes_)
+      if (p.live) t = std::min(t, p.sent + probe_timeout);
+  }
+  return t;
 }
 
 }  // namespace mrc::engine

@@ -63,6 +63,7 @@ MrcHosts::MrcHosts(const HostSetup& s)
   engine::EndpointConfig ec;
   ec.num_ports = s.topo.planes;
   ec.icrc = cfg.icrc;
+  ec.events = false;
   ec.tun = cfg.tun;
   ec.tun.base_rtt_hint = s.base_rtt;
   eps_.resize(s.topo.hosts);

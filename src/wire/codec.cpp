@@ -11,19 +11,8 @@
 namespace mrc::wire {
 namespace {
 
-// ---- header sizes ------------------------------------------------------------------------------
-constexpr std::size_t kBthSize = 12;
-constexpr std::size_t kMethSize = 4;
-constexpr std::size_t kTsethSize = 4;
-constexpr std::size_t kRethSize = 16;
-constexpr std::size_t kImmSize = 4;
-constexpr std::size_t kAethSize = 4;
-constexpr std::size_t kSethSize = 28;
-constexpr std::size_t kCcStateSize = 8;
-constexpr std::size_t kNethSize = 20;
-constexpr std::size_t kPethSize = 16;
-constexpr std::size_t kErthSize = 16;
-constexpr std::size_t kEethSize = 36;
+// ---- header sizes (packet.hpp) ------------------------------------------------------------------
+using namespace hdr;
 
 static_assert(kBthSize + kMethSize + kTsethSize + kRethSize + kImmSize <= kMaxHeaderSize);
 static_assert(kBthSize + kSethSize + kCcStateSize <= kMaxHeaderSize);
@@ -412,25 +401,6 @@ inline std::size_t fail(Error* err, Error e) {
 }  // namespace
 
 // ---- opcode classification ----------------------------------------------------------------------
-bool is_known(std::uint8_t op) {
-  switch (static_cast<Opcode>(op)) {
-    case Opcode::kWriteFirst:
-    case Opcode::kWriteMiddle:
-    case Opcode::kWriteLast:
-    case Opcode::kWriteLastImm:
-    case Opcode::kWriteOnly:
-    case Opcode::kWriteOnlyImm:
-    case Opcode::kAck:
-    case Opcode::kEndpointRequest:
-    case Opcode::kEndpointResponse:
-    case Opcode::kSack:
-    case Opcode::kNack:
-    case Opcode::kProbe:
-      return true;
-  }
-  return false;
-}
-
 const char* to_string(Error e) {
   switch (e) {
     case Error::kOk:
@@ -453,32 +423,6 @@ const char* to_string(Error e) {
       return "payload too large";
   }
   return "unknown error";
-}
-
-std::size_t header_size(Opcode op, bool has_tseth) {
-  switch (op) {
-    case Opcode::kWriteFirst:
-    case Opcode::kWriteMiddle:
-    case Opcode::kWriteLast:
-    case Opcode::kWriteOnly:
-      return kBthSize + kMethSize + (has_tseth ? kTsethSize : 0) + kRethSize;
-    case Opcode::kWriteLastImm:
-    case Opcode::kWriteOnlyImm:
-      return kBthSize + kMethSize + (has_tseth ? kTsethSize : 0) + kRethSize + kImmSize;
-    case Opcode::kAck:
-      return kBthSize + kAethSize;
-    case Opcode::kSack:
-      return kBthSize + kSethSize + kCcStateSize;
-    case Opcode::kNack:
-      return kBthSize + kNethSize;
-    case Opcode::kProbe:
-      return kBthSize + kPethSize;
-    case Opcode::kEndpointRequest:
-      return kBthSize + kErthSize;
-    case Opcode::kEndpointResponse:
-      return kBthSize + kEethSize;
-  }
-  return 0;
 }
 
 // ---- encode -------------------------------------------------------------------------------------

@@ -58,7 +58,24 @@ constexpr bool is_last(Opcode op) {
 constexpr bool is_first(Opcode op) {
   return op == Opcode::kWriteFirst || op == Opcode::kWriteOnly || op == Opcode::kWriteOnlyImm;
 }
-bool is_known(std::uint8_t op);
+constexpr bool is_known(std::uint8_t op) {
+  switch (static_cast<Opcode>(op)) {
+    case Opcode::kWriteFirst:
+    case Opcode::kWriteMiddle:
+    case Opcode::kWriteLast:
+    case Opcode::kWriteLastImm:
+    case Opcode::kWriteOnly:
+    case Opcode::kWriteOnlyImm:
+    case Opcode::kAck:
+    case Opcode::kEndpointRequest:
+    case Opcode::kEndpointResponse:
+    case Opcode::kSack:
+    case Opcode::kNack:
+    case Opcode::kProbe:
+      return true;
+  }
+  return false;
+}
 
 /// NACK reason codes (values shared with UET PDS).
 enum class NackReason : std::uint8_t {
@@ -249,8 +266,50 @@ enum class Error : std::uint8_t {
 };
 const char* to_string(Error e);
 
-/// Size of the header stack (BTH .. last extension header) for this opcode.
-std::size_t header_size(Opcode op, bool has_tseth);
+/// Sizes of the headers (docs/wire-format.md).
+namespace hdr {
+inline constexpr std::size_t kBthSize = 12;
+inline constexpr std::size_t kMethSize = 4;
+inline constexpr std::size_t kTsethSize = 4;
+inline constexpr std::size_t kRethSize = 16;
+inline constexpr std::size_t kImmSize = 4;
+inline constexpr std::size_t kAethSize = 4;
+inline constexpr std::size_t kSethSize = 28;
+inline constexpr std::size_t kCcStateSize = 8;
+inline constexpr std::size_t kNethSize = 20;
+inline constexpr std::size_t kPethSize = 16;
+inline constexpr std::size_t kErthSize = 16;
+inline constexpr std::size_t kEethSize = 36;
+}  // namespace hdr
+
+/// Size of the header stack (BTH .. last extension header) for this opcode. Inline: on every
+/// packet's encode and decode.
+constexpr std::size_t header_size(Opcode op, bool has_tseth) {
+  switch (op) {
+    case Opcode::kWriteFirst:
+    case Opcode::kWriteMiddle:
+    case Opcode::kWriteLast:
+    case Opcode::kWriteOnly:
+      return hdr::kBthSize + hdr::kMethSize + (has_tseth ? hdr::kTsethSize : 0) + hdr::kRethSize;
+    case Opcode::kWriteLastImm:
+    case Opcode::kWriteOnlyImm:
+      return hdr::kBthSize + hdr::kMethSize + (has_tseth ? hdr::kTsethSize : 0) + hdr::kRethSize +
+             hdr::kImmSize;
+    case Opcode::kAck:
+      return hdr::kBthSize + hdr::kAethSize;
+    case Opcode::kSack:
+      return hdr::kBthSize + hdr::kSethSize + hdr::kCcStateSize;
+    case Opcode::kNack:
+      return hdr::kBthSize + hdr::kNethSize;
+    case Opcode::kProbe:
+      return hdr::kBthSize + hdr::kPethSize;
+    case Opcode::kEndpointRequest:
+      return hdr::kBthSize + hdr::kErthSize;
+    case Opcode::kEndpointResponse:
+      return hdr::kBthSize + hdr::kEethSize;
+  }
+  return 0;
+}
 
 struct EncodeOptions {
   /// Write the project's extension fields (cc_flags, SACK svc_time, ERTH entropy, EETH entropy,

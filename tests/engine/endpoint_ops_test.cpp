@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "engine/ev_sets.hpp"
 #include "harness.hpp"
 #include "packet_util.hpp"
 
@@ -395,6 +396,35 @@ TEST(EndpointOps, RetransmissionsStayInsideTheAdvertisedWindow) {
     }
   }
   EXPECT_EQ(beyond, 0u) << "of " << sent << " packets sent after the window shrank";
+}
+
+TEST(EndpointOps, EventsOffKeepsNone) {
+  // The same QP failure and EV probe timeout with and without EndpointConfig::events.
+  for (const bool on : {true, false}) {
+    engine::EndpointConfig ec;
+    ec.num_ports = 2;
+    ec.events = on;
+    engine::Endpoint ep(ec);
+    engine::QpConfig qc;
+    qc.evs = engine::make_ev_set(2, 2, 0);
+    const std::uint32_t qpn = ep.create_qp(qc);
+    ASSERT_NE(qpn, 0u);
+    engine::QpRemote r;
+    r.peer = 1;
+    r.qpn = 0x20;
+    ASSERT_EQ(ep.connect_qp(qpn, r, 0), 0);
+    ASSERT_EQ(ep.send_ev_probe(1, engine::Ev{5, 0}, 7, 1000, 0), 0);
+    ep.on_timer(2000);
+    ASSERT_EQ(ep.modify_to_error(qpn, 2000), 0);
+    std::vector<EventType> types;
+    engine::Event e;
+    while (ep.poll_event(e)) types.push_back(e.type);
+    if (on)
+      EXPECT_EQ(types, (std::vector<EventType>{EventType::kEvProbeTimeout, EventType::kQpError}));
+    else
+      EXPECT_TRUE(types.empty());
+    EXPECT_EQ(ep.qp_state(qpn), engine::QpState::kError);
+  }
 }
 
 }  // namespace

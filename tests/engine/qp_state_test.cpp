@@ -98,6 +98,91 @@ TEST(QpState, EndpointDeadlineIsTheEarliestQpDeadline) {
   EXPECT_GT(timeouts, 0u);
 }
 
+TEST(QpState, OnTimerRunsEveryDueRto) {
+  // 40 senders to peers that never answer post one packet each at t = 0..39 ns; the first 30 have
+  // a 16 us RTO, the last 10 one of 4 ms. At 500 us one on_timer() must fire the RTO of each of
+  // the 30 (however the heap holds them) and of none of the 10.
+  engine::EndpointConfig ec;
+  ec.num_ports = 2;
+  engine::Endpoint ep(ec);
+  std::vector<std::uint8_t> buf(4096, 0x22);
+  const engine::MemoryRegion* mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
+  ASSERT_NE(mr, nullptr);
+  engine::QpConfig qc;
+  qc.evs = engine::make_ev_set(2, 4, 0);
+  qc.sq_depth = qc.rq_depth = 4;
+  std::vector<std::uint32_t> qpns;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    qc.seed = i + 1;
+    qc.timeout = i < 30 ? 4 : 12;  // RTO 16 us or 4 ms
+    const std::uint32_t qpn = ep.create_qp(qc);
+    ASSERT_NE(qpn, 0u);
+    engine::QpRemote r;
+    r.peer = 1 + i % 5;
+    r.qpn = 0x200 + i;
+    ASSERT_EQ(ep.connect_qp(qpn, r, 0), 0);
+    qpns.push_back(qpn);
+  }
+  engine::TxPacket tx;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    engine::SendWr wr;
+    wr.wr_id = i;
+    wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
+    wr.lkey = mr->lkey;
+    wr.length = 4096;
+    wr.rkey = 1;
+    ASSERT_EQ(ep.post_send(qpns[i], wr, Time{i}), 0);
+    ASSERT_TRUE(ep.poll_tx(tx, Time{i}, 0x3));
+    ASSERT_EQ(tx.qpn, qpns[i]);
+    ASSERT_EQ(ep.next_deadline(), scan_deadline(ep));
+  }
+  ep.on_timer(500_us);
+  for (std::uint32_t i = 0; i < 40; ++i)
+    EXPECT_EQ(std::as_const(ep).qp(qpns[i])->counters().timeouts, i < 30 ? 1u : 0u) << "QP " << i;
+  EXPECT_EQ(ep.next_deadline(), scan_deadline(ep));
+}
+
+TEST(QpState, IdleUntilEndsWhenTheTailProbeIsDue) {
+  // A sender whose one packet is unanswered has nothing to send until its tail-loss probe: it says
+  // so (Qp::idle_until), the endpoint's poll_tx passes over it until then and sends the probe then.
+  engine::EndpointConfig ec;
+  ec.num_ports = 2;
+  engine::Endpoint ep(ec);
+  std::vector<std::uint8_t> buf(4096, 0x33);
+  const engine::MemoryRegion* mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
+  ASSERT_NE(mr, nullptr);
+  engine::QpConfig qc;
+  qc.evs = engine::make_ev_set(2, 4, 0);
+  qc.sq_depth = qc.rq_depth = 4;
+  const std::uint32_t qpn = ep.create_qp(qc);
+  engine::QpRemote r;
+  r.peer = 1;
+  r.qpn = 0x40;
+  ASSERT_EQ(ep.connect_qp(qpn, r, 0), 0);
+  const engine::Qp& q = *std::as_const(ep).qp(qpn);
+  EXPECT_EQ(q.idle_until(), kNever);  // nothing posted, nothing in flight
+  engine::SendWr wr;
+  wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
+  wr.lkey = mr->lkey;
+  wr.length = 4096;
+  wr.rkey = 1;
+  ASSERT_EQ(ep.post_send(qpn, wr, 0), 0);
+  EXPECT_EQ(q.idle_until(), 0u);  // something to send
+  engine::TxPacket tx;
+  ASSERT_TRUE(ep.poll_tx(tx, 0, 0x3));
+  const std::uint32_t psn = tx.psn;
+  EXPECT_FALSE(ep.poll_tx(tx, 1, 0x3));
+  const Time idle = q.idle_until();
+  ASSERT_GT(idle, 1u);
+  ASSERT_LT(idle, kNever);
+  EXPECT_EQ(ep.next_deadline(), std::min(idle, q.next_deadline()));
+  EXPECT_FALSE(ep.poll_tx(tx, idle / 2, 0x3));
+  EXPECT_FALSE(ep.poll_tx(tx, idle - 1, 0x3));
+  ASSERT_TRUE(ep.poll_tx(tx, idle, 0x3));  // the tail-loss probe: the packet again
+  EXPECT_EQ(tx.psn, psn);
+  EXPECT_EQ(q.counters().tx_rtx, 1u);
+}
+
 TEST(QpState, PsnRingGrowsForALargerMessage) {
   PairOptions o;
   o.mpr = 8;  // window 1024 PSNs
