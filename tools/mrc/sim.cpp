@@ -322,8 +322,15 @@ void select_variants(Scenario& sc) {
     }
     if (at == sc.variants.size()) {
       std::string names;
-      for (std::size_t i = 0; i < sc.variants.size(); ++i)
-        names += (i ? ", " : "") + std::to_string(i + 1) + " '" + sc.variants[i].label + "'";
+      for (std::size_t i = 0; i < sc.variants.size(); ++i) {
+        // Appended piece by piece: `const char* + std::string` draws a false -Wstringop-overflow
+        // from GCC 12 when the call is inlined at link time (LTO).
+        if (i > 0) names += ", ";
+        names += std::to_string(i + 1);
+        names += " '";
+        names += sc.variants[i].label;
+        names += "'";
+      }
       throw ScenarioError("--variant: no variant '" + want + "' (the scenario has " + names + ")");
     }
     keep.push_back(sc.variants[at]);
