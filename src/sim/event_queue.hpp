@@ -107,6 +107,20 @@ class EventQueue {
     return near_head_ + i < near_end_ ? &near_[near_head_ + i] : nullptr;
   }
 
+  /// Removes the earliest event into `out` if the queue has one due at or before `limit`; false
+  /// (nothing removed) otherwise. One look at the queue for what empty(), top() and pop() would do.
+  bool pop_due(Time limit, QueuedEvent& out) {
+    if (near_head_ == near_end_) [[unlikely]] {
+      if (in_ring_ == 0 && far_.empty()) return false;
+      refill();
+    }
+    const QueuedEvent& e = near_[near_head_];
+    if (e.time > limit) return false;
+    out = e;
+    if (++near_head_ == near_end_) near_head_ = near_end_ = 0;
+    return true;
+  }
+
   /// Removes and returns the earliest event; the queue must not be empty.
   QueuedEvent pop() {
     settle();

@@ -678,9 +678,8 @@ void Fabric::advance_to(Time t) {
 }
 
 bool Fabric::step_ps(Time lim_ps) {
-  if (events_.empty()) return false;
-  if (events_.top().time > lim_ps) return false;
-  const QueuedEvent e = events_.pop();
+  QueuedEvent e;
+  if (!events_.pop_due(lim_ps, e)) return false;
   now_ps_ = e.time;
   if (!events_.empty()) prefetch_ahead();
   if (primary_ || (e.kind != kFault && e.kind != kReconverge)) ++stats_.events;
