@@ -77,6 +77,14 @@ class EventQueue {
     // The rest is a tail call: the usual path then saves no registers.
     if (ahead >= kRingSlots - 1 || n == kNil) [[unlikely]]
       return push_slow(time, kind, index, seq);
+    // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
+    // narrow stores, which stalls store forwarding. First: the arguments' registers are then free
+    // for the rest (no registers to save); the members are read after the byte store either way.
+    QueuedEvent& d = ev_[n];
+    d.time = time;
+    d.seq = seq;
+    d.index = index;
+    d.kind = kind;
     const std::size_t r = slot & kRingMask;
     std::uint32_t* next = next_.data();
     free_ = next[n];
@@ -85,13 +93,6 @@ class EventQueue {
     bits_[r / 64] |= std::uint64_t{1} << (r % 64);
     ++in_ring_;
     ring_next_ = std::min(ring_next_, slot);
-    // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
-    // narrow stores, which stalls store forwarding. Last: the byte store could alias the members.
-    QueuedEvent& d = ev_[n];
-    d.time = time;
-    d.seq = seq;
-    d.index = index;
-    d.kind = kind;
     return seq;
   }
 
