@@ -1143,8 +1143,10 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     pt.ctrl_tail = idx;
   } else {
     pt.data_bytes += p.wire;
-    pt.ctr.peak_data_bytes = std::max(pt.ctr.peak_data_bytes, pt.data_bytes);
-    stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
+    if (pt.data_bytes > pt.ctr.peak_data_bytes) {  // (the fabric's peak is the ports' largest)
+      pt.ctr.peak_data_bytes = pt.data_bytes;
+      stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
+    }
     if (pt.data_tail == kNone) {
       pt.data_head = idx;
     } else {
