@@ -77,6 +77,14 @@ class EventQueue {
     // The rest is a tail call: the usual path then saves no registers.
     if (ahead >= kRingSlots - 1 || n == kNil) [[unlikely]]
       return push_slow(time, kind, index, seq);
+    // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
+    // narrow stores, which stalls store forwarding. First: the arguments' registers are then free
+    // for the rest (no registers to save); the members are read after the byte store either way.
+    QueuedEvent& d = ev_[n];
+    d.time = time;
+    d.seq = seq;
+    d.index = index;
+    d.kind = kind;
     const std::size_t r = slot & kRingMask;
     std::uint32_t* next = next_.data();
     free_ = next[n];
@@ -85,13 +93,6 @@ class EventQueue {
     bits_[r / 64] |= std::uint64_t{1} << (r % 64);
     ++in_ring_;
     ring_next_ = std::min(ring_next_, slot);
-    // Field by field: a QueuedEvent built on the stack and copied whole is read back over its
-    // narrow stores, which stalls store forwarding. Last: the byte store could alias the members.
-    QueuedEvent& d = ev_[n];
-    d.time = time;
-    d.seq = seq;
-    d.index = index;
-    d.kind = kind;
     return seq;
   }
 
@@ -105,6 +106,20 @@ class EventQueue {
   /// further: i = 0 is top() when that is cheap.
   const QueuedEvent* peek(std::size_t i) const {
     return near_head_ + i < near_end_ ? &near_[near_head_ + i] : nullptr;
+  }
+
+  /// Removes the earliest event into `out` if the queue has one due at or before `limit`; false
+  /// (nothing removed) otherwise. One look at the queue for what empty(), top() and pop() would do.
+  bool pop_due(Time limit, QueuedEvent& out) {
+    if (near_head_ == near_end_) [[unlikely]] {
+      if (in_ring_ == 0 && far_.empty()) return false;
+      refill();
+    }
+    const QueuedEvent& e = near_[near_head_];
+    if (e.time > limit) return false;
+    out = e;
+    if (++near_head_ == near_end_) near_head_ = near_end_ = 0;
+    return true;
   }
 
   /// Removes and returns the earliest event; the queue must not be empty.

@@ -678,9 +678,8 @@ void Fabric::advance_to(Time t) {
 }
 
 bool Fabric::step_ps(Time lim_ps) {
-  if (events_.empty()) return false;
-  if (events_.top().time > lim_ps) return false;
-  const QueuedEvent e = events_.pop();
+  QueuedEvent e;
+  if (!events_.pop_due(lim_ps, e)) return false;
   now_ps_ = e.time;
   if (!events_.empty()) prefetch_ahead();
   if (primary_ || (e.kind != kFault && e.kind != kReconverge)) ++stats_.events;
@@ -1144,8 +1143,10 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     pt.ctrl_tail = idx;
   } else {
     pt.data_bytes += p.wire;
-    pt.ctr.peak_data_bytes = std::max(pt.ctr.peak_data_bytes, pt.data_bytes);
-    stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
+    if (pt.data_bytes > pt.ctr.peak_data_bytes) {  // (the fabric's peak is the ports' largest)
+      pt.ctr.peak_data_bytes = pt.data_bytes;
+      stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
+    }
     if (pt.data_tail == kNone) {
       pt.data_head = idx;
     } else {

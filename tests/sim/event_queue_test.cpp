@@ -52,6 +52,27 @@ TEST(EventQueue, PushReturnsIncreasingSeq) {
   EXPECT_EQ(q.pop().seq, a);
 }
 
+TEST(EventQueue, PopDueStopsAtTheLimit) {
+  EventQueue q(4);  // slots of 16: ring, far heap and near run all take part
+  QueuedEvent e;
+  EXPECT_FALSE(q.pop_due(1000, e));
+  q.push(40, 0, 1);
+  q.push(5'000'000, 0, 3);  // beyond the ring
+  q.push(41, 0, 2);
+  EXPECT_FALSE(q.pop_due(39, e));
+  EXPECT_EQ(q.size(), 3u);
+  ASSERT_TRUE(q.pop_due(40, e));
+  EXPECT_EQ(e.index, 1u);
+  EXPECT_EQ(e.time, 40u);
+  ASSERT_TRUE(q.pop_due(41, e));
+  EXPECT_EQ(e.index, 2u);
+  EXPECT_FALSE(q.pop_due(4'999'999, e));
+  ASSERT_TRUE(q.pop_due(std::numeric_limits<Time>::max(), e));
+  EXPECT_EQ(e.index, 3u);
+  EXPECT_TRUE(q.empty());
+  EXPECT_FALSE(q.pop_due(std::numeric_limits<Time>::max(), e));
+}
+
 // Random interleaved pushes and pops against a sorted reference.
 TEST(EventQueue, MatchesReferenceUnderRandomWorkload) {
   EventQueue q;
