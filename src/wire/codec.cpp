@@ -469,7 +469,7 @@ std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err, con
 
 // ---- decode -------------------------------------------------------------------------------------
 Error decode(std::span<const std::uint8_t> in, Packet& out, const DecodeOptions& opt) {
-  out = Packet{};
+  if (!opt.out_is_fresh) out = Packet{};
   const std::size_t len = in.size();
   const auto fail_at = [&opt](Error e, std::size_t offset) {
     if (opt.error_offset != nullptr) *opt.error_offset = offset;
