@@ -196,14 +196,6 @@ bool Endpoint::peer_wire_ext(std::uint32_t peer) const {
   return false;
 }
 
-bool Endpoint::rx_wire_ext(std::span<const std::uint8_t> pkt, std::uint32_t peer) const {
-  if (!cfg_.wire_ext || pkt.size() < 8) return false;
-  const std::uint32_t dest = (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
-  if (dest == wire::kEpQpn) return peer_wire_ext(peer);
-  const Qp* q = qp(dest);
-  return q != nullptr && q->remote().wire_ext;
-}
-
 int Endpoint::modify_to_rts(std::uint32_t qpn, Time now) {
   Qp* q = qp(qpn);
   return q ? q->to_rts(now) : EINVAL;
@@ -288,13 +280,27 @@ void Endpoint::mark_tx_ready(Qp* q) {
 }
 
 void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Time now) {
+  // The destination QP, looked up once from the BTH bytes decode() reads it from (touched below).
+  // The wire extensions are read if that QP (for an endpoint packet: the peer) agreed to them.
+  Qp* q = nullptr;
+  bool ext = false;
+  if (pkt.size() >= 8) {
+    const std::uint32_t dest = (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+    if (dest == wire::kEpQpn) {
+      ext = peer_wire_ext(meta.peer);
+    } else if (dest >= kFirstQpn && dest - kFirstQpn < qps_.size()) {
+      q = qps_[dest - kFirstQpn].get();
+      ext = cfg_.wire_ext && q != nullptr && q->remote().wire_ext;
+    }
+  }
   wire::Packet p;
   wire::DecodeOptions opt;
   opt.trimmed = meta.trimmed || meta.trimmed_lasthop;
   opt.verify_icrc = cfg_.icrc && !opt.trimmed;
   opt.icrc_xor = meta.icrc_xor;
   opt.icrc_any_ipv4_id = meta.icrc_any_ipv4_id;
-  opt.ext = rx_wire_ext(pkt, meta.peer);
+  opt.ext = ext;
+  opt.out_is_fresh = true;
   if (any_auth_ && !authenticate(pkt, meta, opt)) return;
   if (wire::decode(pkt, p, opt) != wire::Error::kOk) {
     ++counters_.rx_bad_packet;
@@ -308,7 +314,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
     handle_endpoint_packet(p, meta, now);
     return;
   }
-  Qp* q = qp(p.bth.dest_qp);
+  if (q != nullptr) touch(q->qpn() - kFirstQpn);  // as qp() does
   if (q == nullptr || q->state() == QpState::kReset || q->state() == QpState::kInit) {
     ++counters_.rx_unknown_qp;
     return;

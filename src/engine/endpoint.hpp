@@ -285,9 +285,6 @@ class Endpoint {
   std::size_t ep_key_candidates(std::uint32_t peer, const Qp* (&out)[kMaxEpKeyTries]) const;
   /// Whether packets to and from `peer`'s endpoint (dest QP kEpQpn) carry the wire extensions (D45).
   bool peer_wire_ext(std::uint32_t peer) const;
-  /// Whether the received packet `pkt` is read with the wire extensions: its QP's agreement, or its
-  /// peer's for an endpoint packet.
-  bool rx_wire_ext(std::span<const std::uint8_t> pkt, std::uint32_t peer) const;
   bool has_qp_with(std::uint32_t peer) const;
   bool queue_ep_tx(std::unique_ptr<EpTx> t);  ///< false (and counted) when the queue is full
   void apply_peer_ports(std::uint32_t peer, std::uint32_t mask, Time now);

@@ -161,7 +161,11 @@ std::size_t write_stack(const Packet& p, std::uint8_t pad_cnt, std::uint8_t* o, 
   const bool ts = data && p.has_tseth;
   const Bth& b = p.bth;
 
-  std::memset(o, 0, header_size(op, ts));
+  // A data header stack is written whole but for BTH byte 4; control headers have reserved bytes.
+  if (data)
+    o[4] = 0;
+  else
+    std::memset(o, 0, header_size(op, ts));
   put8(o + 0, static_cast<std::uint8_t>(op));
   put8(o + 1, (b.se ? kBthSe : 0u) | (b.m ? kBthM : 0u) | (static_cast<unsigned>(pad_cnt) << kBthPadShift) |
                   (b.tver & kBthTverMask));
@@ -469,7 +473,7 @@ std::size_t encode(const Packet& p, std::span<std::uint8_t> out, Error* err, con
 
 // ---- decode -------------------------------------------------------------------------------------
 Error decode(std::span<const std::uint8_t> in, Packet& out, const DecodeOptions& opt) {
-  out = Packet{};
+  if (!opt.out_is_fresh) out = Packet{};
   const std::size_t len = in.size();
   const auto fail_at = [&opt](Error e, std::size_t offset) {
     if (opt.error_offset != nullptr) *opt.error_offset = offset;

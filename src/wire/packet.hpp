@@ -344,6 +344,8 @@ struct DecodeOptions {
   /// verify_icrc with an IPv4 prefix built with ID 0: also accept the ICRC of any other IPv4 ID, which a
   /// UDP socket cannot see (icrc_explained_by_ipv4_id; docs/wire-format.md W22).
   bool icrc_any_ipv4_id = false;
+  /// The caller passes a default-constructed Packet: decode() skips resetting it.
+  bool out_is_fresh = false;
 };
 
 /// Parses `in` (BTH first, ICRC last). Never reads outside `in`; any byte string yields either a

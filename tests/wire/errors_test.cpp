@@ -1,6 +1,7 @@
 // Decoder rejections (truncation, padding, version, opcode, enum values, ICRC) and encoder errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -404,6 +405,42 @@ TEST(WireEncode, BufferTooSmall) {
     }
     std::vector<std::uint8_t> exact(hs);
     EXPECT_EQ(encode_headers(p, static_cast<std::uint32_t>(p.payload.size()), exact), hs);
+  }
+}
+
+TEST(WireEncode, HeadersIgnoreBufferContents) {
+  // encode_headers writes every header byte (data stacks skip the reserved-byte clear): a buffer of
+  // 0xFF gives the bytes a zeroed one does.
+  Rng r(5);
+  for (Opcode op : test::kAllOpcodes) {
+    for (const bool ext : {false, true}) {
+      std::vector<std::uint8_t> storage;
+      const Packet p = test::random_packet(r, op, storage);
+      const auto len = static_cast<std::uint32_t>(p.payload.size());
+      std::vector<std::uint8_t> zero(kMaxHeaderSize, 0x00), ones(kMaxHeaderSize, 0xFF);
+      const std::size_t n = encode_headers(p, len, zero, nullptr, {.ext = ext});
+      ASSERT_EQ(encode_headers(p, len, ones, nullptr, {.ext = ext}), n);
+      EXPECT_TRUE(std::equal(zero.begin(), zero.begin() + static_cast<std::ptrdiff_t>(n), ones.begin()))
+          << int(op);
+    }
+  }
+}
+
+TEST(WireDecode, OutIsFreshSameResult) {
+  // out_is_fresh skips the reset only: on a default Packet it decodes what a plain decode does.
+  Rng r(6);
+  for (Opcode op : test::kAllOpcodes) {
+    std::vector<std::uint8_t> storage;
+    const Packet p = test::random_packet(r, op, storage);
+    const auto b = encode_vec(p);
+    Packet a, f;
+    ASSERT_EQ(decode(b, a, {.verify_icrc = true}), Error::kOk);
+    ASSERT_EQ(decode(b, f, {.verify_icrc = true, .out_is_fresh = true}), Error::kOk);
+    EXPECT_EQ(test::encode_vec(a), test::encode_vec(f)) << int(op);
+    EXPECT_EQ(a.bth, f.bth);
+    EXPECT_EQ(a.seth, f.seth);
+    EXPECT_EQ(a.neth, f.neth);
+    EXPECT_EQ(a.eeth, f.eeth);
   }
 }
 
