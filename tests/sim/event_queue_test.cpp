@@ -13,6 +13,20 @@
 namespace mrc::sim {
 namespace {
 
+using Ref = std::vector<std::tuple<Time, std::uint64_t, std::uint32_t>>;  // min-heap of (time, seq, index)
+
+// Pops the reference's earliest event and the queue's, checks they are the same and returns its time.
+Time pop_both(EventQueue& q, Ref& ref) {
+  std::pop_heap(ref.begin(), ref.end(), std::greater<>());
+  const auto expect = ref.back();
+  ref.pop_back();
+  const QueuedEvent e = q.pop();
+  EXPECT_EQ(e.time, std::get<0>(expect));
+  EXPECT_EQ(e.seq, std::get<1>(expect));
+  EXPECT_EQ(e.index, std::get<2>(expect));
+  return e.time;
+}
+
 TEST(EventQueue, PopsInTimeOrder) {
   EventQueue q;
   q.push(30, 1, 3);
@@ -76,7 +90,7 @@ TEST(EventQueue, PopDueStopsAtTheLimit) {
 // Random interleaved pushes and pops against a sorted reference.
 TEST(EventQueue, MatchesReferenceUnderRandomWorkload) {
   EventQueue q;
-  std::vector<std::tuple<Time, std::uint64_t, std::uint32_t>> ref;  // (time, seq, index)
+  Ref ref;  // (time, seq, index)
   Rng rng(42);
   Time now = 0;
   std::uint32_t next_index = 0;
@@ -88,14 +102,8 @@ TEST(EventQueue, MatchesReferenceUnderRandomWorkload) {
       ref.emplace_back(t, seq, idx);
       std::push_heap(ref.begin(), ref.end(), std::greater<>());
     } else {
-      std::pop_heap(ref.begin(), ref.end(), std::greater<>());
-      const auto expect = ref.back();
-      ref.pop_back();
-      const QueuedEvent e = q.pop();
-      ASSERT_EQ(e.time, std::get<0>(expect));
-      ASSERT_EQ(e.seq, std::get<1>(expect));
-      ASSERT_EQ(e.index, std::get<2>(expect));
-      now = e.time;
+      now = pop_both(q, ref);
+      if (HasFailure()) return;
     }
     ASSERT_EQ(q.size(), ref.size());
   }
@@ -106,7 +114,7 @@ TEST(EventQueue, MatchesReferenceUnderRandomWorkload) {
 TEST(EventQueue, CalendarMatchesReferenceAcrossRegions) {
   for (const unsigned shift : {0u, 8u}) {
     EventQueue q(shift);
-    std::vector<std::tuple<Time, std::uint64_t, std::uint32_t>> ref;
+    Ref ref;
     Rng rng(7 + shift);
     Time now = 0;
     std::uint32_t next_index = 0;
@@ -128,17 +136,11 @@ TEST(EventQueue, CalendarMatchesReferenceAcrossRegions) {
         ASSERT_EQ(ahead, std::get<0>(ref.front()));
         push(now + (ahead - now) / 2);
       } else {
-        std::pop_heap(ref.begin(), ref.end(), std::greater<>());
-        const auto expect = ref.back();
-        ref.pop_back();
         if (const QueuedEvent* pk = q.peek(0)) {
-          EXPECT_EQ(pk->seq, std::get<1>(expect));
+          EXPECT_EQ(pk->seq, std::get<1>(*std::min_element(ref.begin(), ref.end())));
         }
-        const QueuedEvent e = q.pop();
-        ASSERT_EQ(e.time, std::get<0>(expect));
-        ASSERT_EQ(e.seq, std::get<1>(expect));
-        ASSERT_EQ(e.index, std::get<2>(expect));
-        now = e.time;
+        now = pop_both(q, ref);
+        if (HasFailure()) return;
       }
       ASSERT_EQ(q.size(), ref.size());
       ASSERT_EQ(q.empty(), ref.empty());
@@ -152,7 +154,7 @@ TEST(EventQueue, CalendarMatchesReferenceAcrossRegions) {
 TEST(EventQueue, KeyedMixOfSlotsMatchesReference) {
   constexpr unsigned kShift = 8;
   EventQueue q(kShift);
-  std::vector<std::tuple<Time, std::uint64_t, std::uint32_t>> ref;  // (time, key, index)
+  Ref ref;  // (time, key, index)
   Rng rng(11);
   Time now = 0;
   std::uint32_t next_index = 0;
@@ -183,14 +185,8 @@ TEST(EventQueue, KeyedMixOfSlotsMatchesReference) {
         push(now + rng.below(1u << 22));  // across the ring
       }
     } else {
-      std::pop_heap(ref.begin(), ref.end(), std::greater<>());
-      const auto expect = ref.back();
-      ref.pop_back();
-      const QueuedEvent e = q.pop();
-      ASSERT_EQ(e.time, std::get<0>(expect));
-      ASSERT_EQ(e.seq, std::get<1>(expect));
-      ASSERT_EQ(e.index, std::get<2>(expect));
-      now = e.time;
+      now = pop_both(q, ref);
+      if (HasFailure()) return;
     }
     ASSERT_EQ(q.size(), ref.size());
     ASSERT_EQ(q.empty(), ref.empty());
