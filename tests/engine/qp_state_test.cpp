@@ -21,19 +21,44 @@ Time scan_deadline(const engine::Endpoint& ep) {
   return t;
 }
 
+/// A 2-port endpoint whose peers never answer, with a registered buffer and a QP configuration
+/// (4 EVs a plane, queues of `depth`) for the tests to adjust.
+struct SilentHost {
+  SilentHost(std::size_t bytes, std::uint8_t fill, std::uint32_t depth, std::uint64_t seed = 1)
+      : ep(config(seed)), buf(bytes, fill) {
+    mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
+    qc.evs = engine::make_ev_set(2, 4, 0);
+    qc.sq_depth = qc.rq_depth = depth;
+  }
+  static engine::EndpointConfig config(std::uint64_t seed) {
+    engine::EndpointConfig ec;
+    ec.num_ports = 2;
+    ec.seed = seed;
+    return ec;
+  }
+  /// A WRITE of `length` bytes from the buffer's start.
+  engine::SendWr write(std::uint32_t length, std::uint64_t wr_id = 0) const {
+    engine::SendWr wr;
+    wr.wr_id = wr_id;
+    wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
+    wr.lkey = mr->lkey;
+    wr.length = length;
+    wr.rkey = 1;
+    return wr;
+  }
+  engine::Endpoint ep;
+  std::vector<std::uint8_t> buf;
+  const engine::MemoryRegion* mr = nullptr;
+  engine::QpConfig qc;
+};
+
 TEST(QpState, EndpointDeadlineIsTheEarliestQpDeadline) {
   // 300 QPs to peers that never answer: the senders' packets vanish, so their tail probes, RTOs and
   // retries drive the timers until each sender gives up; the receivers have no deadline.
-  engine::EndpointConfig ec;
-  ec.num_ports = 2;
-  ec.seed = 3;
-  engine::Endpoint ep(ec);
-  std::vector<std::uint8_t> buf(1 << 16, 0x11);
-  const engine::MemoryRegion* mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
-  ASSERT_NE(mr, nullptr);
-  engine::QpConfig qc;
-  qc.evs = engine::make_ev_set(2, 4, 0);
-  qc.sq_depth = qc.rq_depth = 16;
+  SilentHost h(1 << 16, 0x11, 16, 3);
+  ASSERT_NE(h.mr, nullptr);
+  engine::Endpoint& ep = h.ep;
+  engine::QpConfig& qc = h.qc;
   qc.timeout = 4;  // RTO 16 us
   qc.retry_linear = 2;
   qc.retry_exp = 1;
@@ -76,13 +101,7 @@ TEST(QpState, EndpointDeadlineIsTheEarliestQpDeadline) {
     if (d == kNever && p == kNever) break;
     if (p <= d) {
       now = std::max(now, p);
-      engine::SendWr wr;
-      wr.wr_id = next_post;
-      wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
-      wr.lkey = mr->lkey;
-      wr.length = 4096 * (1 + next_post % 3);
-      wr.rkey = 1;
-      ASSERT_EQ(ep.post_send(qpns[next_post], wr, now), 0);
+      ASSERT_EQ(ep.post_send(qpns[next_post], h.write(4096 * (1 + next_post % 3), next_post), now), 0);
       next_post += 3;
       continue;
     }
@@ -102,15 +121,10 @@ TEST(QpState, OnTimerRunsEveryDueRto) {
   // 40 senders to peers that never answer post one packet each at t = 0..39 ns; the first 30 have
   // a 16 us RTO, the last 10 one of 4 ms. At 500 us one on_timer() must fire the RTO of each of
   // the 30 (however the heap holds them) and of none of the 10.
-  engine::EndpointConfig ec;
-  ec.num_ports = 2;
-  engine::Endpoint ep(ec);
-  std::vector<std::uint8_t> buf(4096, 0x22);
-  const engine::MemoryRegion* mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
-  ASSERT_NE(mr, nullptr);
-  engine::QpConfig qc;
-  qc.evs = engine::make_ev_set(2, 4, 0);
-  qc.sq_depth = qc.rq_depth = 4;
+  SilentHost h(4096, 0x22, 4);
+  ASSERT_NE(h.mr, nullptr);
+  engine::Endpoint& ep = h.ep;
+  engine::QpConfig& qc = h.qc;
   std::vector<std::uint32_t> qpns;
   for (std::uint32_t i = 0; i < 40; ++i) {
     qc.seed = i + 1;
@@ -125,13 +139,7 @@ TEST(QpState, OnTimerRunsEveryDueRto) {
   }
   engine::TxPacket tx;
   for (std::uint32_t i = 0; i < 40; ++i) {
-    engine::SendWr wr;
-    wr.wr_id = i;
-    wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
-    wr.lkey = mr->lkey;
-    wr.length = 4096;
-    wr.rkey = 1;
-    ASSERT_EQ(ep.post_send(qpns[i], wr, Time{i}), 0);
+    ASSERT_EQ(ep.post_send(qpns[i], h.write(4096, i), Time{i}), 0);
     ASSERT_TRUE(ep.poll_tx(tx, Time{i}, 0x3));
     ASSERT_EQ(tx.qpn, qpns[i]);
     ASSERT_EQ(ep.next_deadline(), scan_deadline(ep));
@@ -145,28 +153,17 @@ TEST(QpState, OnTimerRunsEveryDueRto) {
 TEST(QpState, IdleUntilEndsWhenTheTailProbeIsDue) {
   // A sender whose one packet is unanswered has nothing to send until its tail-loss probe: it says
   // so (Qp::idle_until), the endpoint's poll_tx passes over it until then and sends the probe then.
-  engine::EndpointConfig ec;
-  ec.num_ports = 2;
-  engine::Endpoint ep(ec);
-  std::vector<std::uint8_t> buf(4096, 0x33);
-  const engine::MemoryRegion* mr = ep.memory().register_region(buf.data(), buf.size(), engine::access::kAll);
-  ASSERT_NE(mr, nullptr);
-  engine::QpConfig qc;
-  qc.evs = engine::make_ev_set(2, 4, 0);
-  qc.sq_depth = qc.rq_depth = 4;
-  const std::uint32_t qpn = ep.create_qp(qc);
+  SilentHost h(4096, 0x33, 4);
+  ASSERT_NE(h.mr, nullptr);
+  engine::Endpoint& ep = h.ep;
+  const std::uint32_t qpn = ep.create_qp(h.qc);
   engine::QpRemote r;
   r.peer = 1;
   r.qpn = 0x40;
   ASSERT_EQ(ep.connect_qp(qpn, r, 0), 0);
   const engine::Qp& q = *std::as_const(ep).qp(qpn);
   EXPECT_EQ(q.idle_until(), kNever);  // nothing posted, nothing in flight
-  engine::SendWr wr;
-  wr.local_addr = reinterpret_cast<std::uint64_t>(buf.data());
-  wr.lkey = mr->lkey;
-  wr.length = 4096;
-  wr.rkey = 1;
-  ASSERT_EQ(ep.post_send(qpn, wr, 0), 0);
+  ASSERT_EQ(ep.post_send(qpn, h.write(4096), 0), 0);
   EXPECT_EQ(q.idle_until(), 0u);  // something to send
   engine::TxPacket tx;
   ASSERT_TRUE(ep.poll_tx(tx, 0, 0x3));
