@@ -285,11 +285,11 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   Qp* q = nullptr;
   bool ext = false;
   if (pkt.size() >= 8) {
-    const std::uint32_t dest = (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+    const std::uint32_t dest = bth_dest_qp(pkt);
     if (dest == wire::kEpQpn) {
       ext = peer_wire_ext(meta.peer);
-    } else if (dest >= kFirstQpn && dest - kFirstQpn < qps_.size()) {
-      q = qps_[dest - kFirstQpn].get();
+    } else {
+      q = find_qp(dest);
       ext = cfg_.wire_ext && q != nullptr && q->remote().wire_ext;
     }
   }
@@ -334,7 +334,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
 bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& meta,
                             wire::DecodeOptions& opt) {
   if (pkt.size() < 8) return true;  // no BTH: decode refuses it
-  const std::uint32_t dest = (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+  const std::uint32_t dest = bth_dest_qp(pkt);
   if (dest == wire::kEpQpn) {
     // Endpoint packets from a peer with authenticated QPs carry the tag of one of them (D40).
     const Qp* cand[kMaxEpKeyTries];

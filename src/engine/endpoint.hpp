@@ -224,15 +224,11 @@ class Endpoint {
   int modify_to_error(std::uint32_t qpn, Time now);
   QpState qp_state(std::uint32_t qpn) const;
   Qp* qp(std::uint32_t qpn) {
-    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-    Qp* q = qps_[qpn - kFirstQpn].get();
+    Qp* q = find_qp(qpn);
     if (q != nullptr) touch(qpn - kFirstQpn);  // the caller may change it
     return q;
   }
-  const Qp* qp(std::uint32_t qpn) const {
-    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-    return qps_[qpn - kFirstQpn].get();
-  }
+  const Qp* qp(std::uint32_t qpn) const { return find_qp(qpn); }
 
   // --- verbs-like data path ---------------------------------------------------------------------
   int post_send(std::uint32_t qpn, const SendWr& wr, Time now);
@@ -318,6 +314,15 @@ class Endpoint {
   void due_down(std::uint32_t pos) const;
   static constexpr std::uint32_t kNoPos = 0xFFFFFFFFu;
   static constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
+  /// The QP numbered `qpn` or nullptr, not touched (qp() touches it for callers that may change it).
+  Qp* find_qp(std::uint32_t qpn) const {
+    if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+    return qps_[qpn - kFirstQpn].get();
+  }
+  /// The BTH's destination QP read from a packet's bytes (at least 8), before decode().
+  static std::uint32_t bth_dest_qp(std::span<const std::uint8_t> pkt) {
+    return (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+  }
 
   EndpointConfig cfg_;
   MemoryTable memory_;
