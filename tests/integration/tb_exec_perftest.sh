@@ -49,16 +49,18 @@ heal() {
     "$WORK/fault.t" "$WORK/$1.end" || fail "$1: the plane went down only after the run (no fault mid-run)"
   "$TB" fault link-up h1 pl2
 }
+# unfault: after an attempt pt_run retries (perftest's calibration failed), the link comes back.
+unfault() { wait "$FAULT_PID"; "$TB" fault link-up h1 pl2; }
 H1="$TB exec h1 --" H2="$TB exec h2 --"
 
-fault_after $((16 << 20))
-pt_run bw "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -s 65536 -n 2000 --report_gbits
+PT_ARM="fault_after $((16 << 20))" PT_DISARM=unfault \
+  pt_run bw "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_bw -s 65536 -n 2000 --report_gbits
 heal bw
 pt_rows bw bw --sizes 65536 --iters 2000
 grep -q 'Mtu *: 1024\[B\]' "$WORK/bw.cli" || { grep Mtu "$WORK/bw.cli"; fail "the path MTU should fit the 1500-byte links (1024)"; }
 
-fault_after $((64 << 10))
-pt_run lat "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -s 4096 -n 2000
+PT_ARM="fault_after $((64 << 10))" PT_DISARM=unfault \
+  pt_run lat "$H2" "$H1" "mrc0=$L2" "mrc0=$L1" "$SRV_OOB" ib_write_lat -s 4096 -n 2000
 heal lat
 pt_rows lat lat --sizes 4096 --iters 2000
 
