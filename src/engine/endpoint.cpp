@@ -331,6 +331,10 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   q->on_packet(p, meta, now);
 }
 
+void Endpoint::prefetch_rx(std::uint32_t qpn, bool feedback) const {
+  if (const Qp* q = find_qp(qpn)) q->prefetch_rx(feedback);
+}
+
 bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& meta,
                             wire::DecodeOptions& opt) {
   if (pkt.size() < 8) return true;  // no BTH: decode refuses it

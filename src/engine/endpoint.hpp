@@ -238,6 +238,14 @@ class Endpoint {
 
   // --- driver side --------------------------------------------------------------------------------
   void receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Time now);
+  /// A packet for QP `qpn` (its BTH's destination QP) is about to be received, feedback (ACK, SACK,
+  /// NACK) or not: starts fetching the QP's state, which a host of many QPs last touched long ago (a
+  /// hint; any qpn is accepted).
+  void prefetch_rx(std::uint32_t qpn, bool feedback) const;
+  /// The BTH's destination QP read from a packet's bytes (at least 8), before decode().
+  static std::uint32_t bth_dest_qp(std::span<const std::uint8_t> pkt) {
+    return (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
+  }
   /// Produces the next packet to send on one of the ports in `free_ports` (bit i = port i can take
   /// a packet now). Returns false when nothing may be sent now.
   bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
@@ -318,10 +326,6 @@ class Endpoint {
   Qp* find_qp(std::uint32_t qpn) const {
     if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
     return qps_[qpn - kFirstQpn].get();
-  }
-  /// The BTH's destination QP read from a packet's bytes (at least 8), before decode().
-  static std::uint32_t bth_dest_qp(std::span<const std::uint8_t> pkt) {
-    return (std::uint32_t{pkt[5]} << 16) | (std::uint32_t{pkt[6]} << 8) | pkt[7];
   }
 
   EndpointConfig cfg_;

@@ -152,6 +152,23 @@ void Qp::on_timer(Time now) {
   ep_.mark_tx_ready(this);
 }
 
+namespace {
+// Every cache line of [first, end).
+void prefetch_lines(const void* first, const void* end) {
+  const auto* b =
+      reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(first) & ~std::uintptr_t{63});
+  for (; b < static_cast<const char*>(end); b += 64) __builtin_prefetch(b);
+}
+}  // namespace
+
+void Qp::prefetch_rx(bool feedback) const {
+  prefetch_lines(this, &ctr_.rtx_nack);  // identity, configuration, remote, state, the rx counters
+  if (feedback)
+    prefetch_lines(&req_, &req_ + 1);
+  else
+    prefetch_lines(&ctrl_, this + 1);
+}
+
 bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
   const std::uint32_t ports = usable_ports(free_ports);

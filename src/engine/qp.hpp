@@ -78,6 +78,9 @@ class Qp {
   Time idle_until() const { return state_ == QpState::kRts && ctrl_.empty() ? req_.idle_until() : 0; }
   Time next_deadline() const { return state_ == QpState::kRts ? req_.next_deadline() : kNever; }
   void on_timer(Time now);
+  /// A packet for this QP is about to arrive (Endpoint::prefetch_rx): starts fetching the lines its
+  /// handling reads, the requester's for feedback (ACK, SACK, NACK), the responder's for the rest.
+  void prefetch_rx(bool feedback) const;
   /// The plane `port` became (un)usable toward the peer (local port or peer's port status).
   void set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now);
   /// Endpoint-level port ownership (local ports down) combined with peer port status.

@@ -27,6 +27,11 @@ constexpr std::uint32_t kMinBuffer = 4096 + 128;
 // link (serialisation + latency).
 constexpr unsigned kEventSlotShift = 10;
 
+// Packet::dst_qp: the BTH's 24-bit destination QP, and whether the packet is feedback for the
+// requester (ACK, SACK, NACK) rather than for the responder.
+constexpr std::uint32_t kQpnMask = 0xFFFFFF;
+constexpr std::uint32_t kFeedbackBit = 1u << 31;
+
 std::uint32_t bit(std::uint32_t i) {
   return 1u << i;
 }
@@ -39,10 +44,11 @@ struct alignas(64) Fabric::Packet {
   Time next_arrive_ps = 0;  ///< ... and when the packet behind it on the link does (no extra miss)
   /// While on a link to a switch: the egress port that switch will pick (select() when it was sent,
   /// redone by reconverge()), so the lookup is off the arrival's critical path ...
+  /// On a link to a host: the BTH's destination QP instead (dst_qp), which that host prefetches.
   std::uint32_t out = kNone;
   std::uint32_t next_out = kNone;  ///< ... and the same for the packet behind it
   std::uint32_t len = 0;           ///< engine bytes carried (header_len once trimmed)
-  std::uint32_t wire = 0;          ///< bytes on the wire (len + overhead)
+  std::uint32_t dst_qp = kNone;    ///< the BTH's destination QP | kFeedbackBit (on the wire: wire_bytes())
   std::uint32_t src = 0, dst = 0;
   std::uint32_t ev = 0;
   std::uint32_t port = 0;  ///< the egress port it is on / queued at
@@ -56,6 +62,10 @@ struct alignas(64) Fabric::Packet {
   bool trimmable = true;  ///< false: RoCE (tail-dropped instead)
   std::uint8_t lost = 0;  ///< 1 = sent onto a down link, 2 = gray loss
 };
+std::uint32_t Fabric::wire_bytes(const Packet& p) const {
+  return p.len + cfg_.wire_overhead;
+}
+
 struct Fabric::InlineBytes {
   std::uint8_t b[kInlineBytes];  ///< !carry_payload: header, then trailer
 };
@@ -568,7 +578,7 @@ void Fabric::flush(std::uint32_t port) {
       const std::uint32_t idx = *head;
       Packet& p = pool_[idx];
       *head = p.next;
-      if (cfg_.queue.pfc) pfc_dequeued(p.port, p.wire);
+      if (cfg_.queue.pfc) pfc_dequeued(p.port, wire_bytes(p));
       drop(port, idx, FabricDrop::kLinkDown);
     }
   }
@@ -724,6 +734,8 @@ void Fabric::prefetch_ahead() {
     __builtin_prefetch(&pool_[pt.wire_head]);
     if (pt.to_host) {
       if (!cfg_.carry_payload) __builtin_prefetch(&hdr_[pt.wire_head]);
+      if (const Host& h = hosts_[pt.to]; h.ep != nullptr && pt.head_out != kNone)
+        h.ep->prefetch_rx(pt.head_out & kQpnMask, (pt.head_out & kFeedbackBit) != 0);
     } else if (pt.head_out != kNone) {
       __builtin_prefetch(&ports_[pt.head_out]);
     }
@@ -846,7 +858,7 @@ void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
   p.next = kNone;
   p.port = port;
   const Port& pt = ports_[port];
-  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
+  p.out = pt.to_host ? p.dst_qp : select(pt.to, p.src, p.dst, p.ev);
   append_to_wire(port, idx, m.key);
 }
 
@@ -957,7 +969,13 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
     if (tx.trailer_len > 0) std::memcpy(b + tx.header_len, tx.trailer, tx.trailer_len);
   }
   p.len = size;
-  p.wire = size + cfg_.wire_overhead;
+  p.dst_qp = kNone;
+  if (tx.header_len >= 8) {
+    const auto op = static_cast<wire::Opcode>(tx.header[0]);
+    const bool feedback = op == wire::Opcode::kAck || op == wire::Opcode::kSack || op == wire::Opcode::kNack;
+    p.dst_qp = engine::Endpoint::bth_dest_qp(std::span<const std::uint8_t>(tx.header, 8)) |
+               (feedback ? kFeedbackBit : 0);
+  }
   p.src = host;
   p.dst = tx.peer;
   p.ev = tx.ev.value;
@@ -1005,12 +1023,12 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   p.port = port;
   const std::uint64_t start = std::max(pt.busy_until, now_ps_);
   // Usually an integer number of ps per byte (a multiply instead of a division and a ceil).
-  const std::uint64_t ser = pt.ps_per_byte != 0 && p.wire <= fast_wire_max_
-                                ? p.wire * pt.ps_per_byte
-                                : serialization_ps(p.wire, pt.rate_bps);
+  const std::uint64_t ser = pt.ps_per_byte != 0 && wire_bytes(p) <= fast_wire_max_
+                                ? wire_bytes(p) * pt.ps_per_byte
+                                : serialization_ps(wire_bytes(p), pt.rate_bps);
   pt.busy_until = start + ser;
   ++pt.ctr.tx_packets;
-  pt.ctr.tx_bytes += p.wire;
+  pt.ctr.tx_bytes += wire_bytes(p);
   ++stats_.hops;
   // Lost on this link (down, or a gray failure's coin flip): dropped when it would arrive.
   p.lost = !pt.up ? 1 : (pt.loss > 0 && node_rng_[pt.from].chance(pt.loss)) ? 2 : 0;
@@ -1022,7 +1040,7 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
     send_remote(port, idx);  // the receiving partition looks its route up
     return;
   }
-  p.out = pt.to_host ? kNone : select(pt.to, p.src, p.dst, p.ev);
+  p.out = pt.to_host ? p.dst_qp : select(pt.to, p.src, p.dst, p.ev);
   append_to_wire(port, idx, event_key(kcArrive, pt.gid, 0));
 }
 
@@ -1075,13 +1093,13 @@ void Fabric::on_port_free(std::uint32_t port) {
     idx = pt.ctrl_head;
     pt.ctrl_head = pool_[idx].next;
     if (pt.ctrl_head == kNone) pt.ctrl_tail = kNone;
-    pt.ctrl_bytes -= pool_[idx].wire;
+    pt.ctrl_bytes -= wire_bytes(pool_[idx]);
   } else if (pt.data_head != kNone) {
     idx = pt.data_head;
     Packet& p = pool_[idx];
     pt.data_head = p.next;
     if (pt.data_head == kNone) pt.data_tail = kNone;
-    pt.data_bytes -= p.wire;
+    pt.data_bytes -= wire_bytes(p);
     const QueueConfig& q = cfg_.queue;
     if (q.ecn_kmax > 0 && (q.ecn_last_hop || !pt.to_host) && pt.data_bytes > q.ecn_kmin) {
       bool mark = pt.data_bytes >= q.ecn_kmax;
@@ -1098,7 +1116,7 @@ void Fabric::on_port_free(std::uint32_t port) {
     }
   }
   if (idx == kNone) return;
-  if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, pool_[idx].wire);
+  if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, wire_bytes(pool_[idx]));
   start_tx(port, idx);
   if (pt.ctrl_head != kNone || pt.data_head != kNone) wake(port);
 }
@@ -1113,14 +1131,13 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   }
   const bool lossless = cfg_.queue.pfc;
   bool control = p.tc == engine::TrafficClass::kControl || p.trimmed;
-  if (!control && !lossless && pt.data_bytes + p.wire > cfg_.queue.data_bytes) {
+  if (!control && !lossless && pt.data_bytes + wire_bytes(p) > cfg_.queue.data_bytes) {
     if (!cfg_.queue.trimming || !p.trimmable || p.payload_len == 0) {
       drop(port, idx, FabricDrop::kDataTail);
       return;
     }
     // Trim to the header: payload and trailer are cut off.
     p.len = p.header_len;
-    p.wire = p.header_len + cfg_.wire_overhead;
     p.trailer_len = 0;
     p.trimmed = true;
     p.trimmed_lasthop = pt.to_host;
@@ -1128,13 +1145,13 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     ++stats_.trimmed;
     control = true;
   }
-  if (lossless) pfc_enqueued(p.port, p.wire);  // p.port is still the ingress port
+  if (lossless) pfc_enqueued(p.port, wire_bytes(p));  // p.port is still the ingress port
   if (control) {
-    if (!lossless && pt.ctrl_bytes + p.wire > control_cap_) {
+    if (!lossless && pt.ctrl_bytes + wire_bytes(p) > control_cap_) {
       drop(port, idx, FabricDrop::kControlOverflow);
       return;
     }
-    pt.ctrl_bytes += p.wire;
+    pt.ctrl_bytes += wire_bytes(p);
     if (pt.ctrl_tail == kNone) {
       pt.ctrl_head = idx;
     } else {
@@ -1142,7 +1159,7 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     }
     pt.ctrl_tail = idx;
   } else {
-    pt.data_bytes += p.wire;
+    pt.data_bytes += wire_bytes(p);
     if (pt.data_bytes > pt.ctr.peak_data_bytes) {  // (the fabric's peak is the ports' largest)
       pt.ctr.peak_data_bytes = pt.data_bytes;
       stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);

@@ -332,6 +332,7 @@ class Fabric {
   /// Calls f(nic) with the host's NIC of either kind.
   template <class F>
   decltype(auto) with_nic(Host& h, F&& f);
+  std::uint32_t wire_bytes(const Packet& p) const;  ///< on the wire: engine bytes + framing
   std::uint32_t alloc_packet();
   void free_packet(std::uint32_t idx);
   void service(std::uint32_t host);
