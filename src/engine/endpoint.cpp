@@ -149,7 +149,8 @@ std::shared_ptr<const EvManager::Table> Endpoint::shared_ev_table(std::span<cons
 int Endpoint::destroy_qp(std::uint32_t qpn) {
   Qp* q = qp(qpn);
   if (q == nullptr) return EINVAL;
-  tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), q), tx_ready_.end());
+  tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), qpn - kFirstQpn), tx_ready_.end());
+  in_ready_[qpn - kFirstQpn] = 0;
   qps_[qpn - kFirstQpn].reset();
   touch(qpn - kFirstQpn);  // leaves the timer heap
   return 0;
@@ -159,7 +160,7 @@ int Endpoint::reconfigure_qp(std::uint32_t qpn, const QpConfig& cfg) {
   Qp* q = qp(qpn);
   if (q == nullptr || !valid_qp_config(cfg)) return EINVAL;
   if (q->state() != QpState::kReset) return q->reconfigure(cfg);
-  tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), q), tx_ready_.end());
+  tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), qpn - kFirstQpn), tx_ready_.end());
   in_ready_[qpn - kFirstQpn] = 0;
   qps_[qpn - kFirstQpn] = std::make_unique<Qp>(*this, qpn, cfg);
   return 0;
@@ -276,7 +277,7 @@ void Endpoint::mark_tx_ready(Qp* q) {
   const std::uint32_t i = q->qpn() - kFirstQpn;
   if (in_ready_[i]) return;
   in_ready_[i] = 1;
-  tx_ready_.push_back(q);
+  tx_ready_.push_back(i);
 }
 
 void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Time now) {
@@ -332,6 +333,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
 }
 
 void Endpoint::prefetch_rx(std::uint32_t qpn, bool feedback) const {
+  if (!cfg_.prefetch) return;
   if (const Qp* q = find_qp(qpn)) q->prefetch_rx(feedback);
 }
 
@@ -373,16 +375,26 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   std::size_t n = tx_ready_.size();
   for (std::size_t tried = 0; tried < n;) {
     if (tx_rr_ >= tx_ready_.size()) tx_rr_ = 0;
-    Qp* q = tx_ready_[tx_rr_];
-    const std::uint32_t i = q->qpn() - kFirstQpn;
+    // By index: an idle QP is passed over without touching its (for many QPs, cold) state.
+    const std::uint32_t i = tx_ready_[tx_rr_];
     if (now < idle_until_[i]) {  // as the last poll: nothing, and nothing changed
       ++tx_rr_;
       ++tried;
       continue;
     }
+    Qp* q = qps_[i].get();
     touch(i);
     if (q->poll_tx(out, now, free_ports)) {
       ++tx_rr_;
+      // The next poll (a packet's serialisation from now) starts with the next QP that is not
+      // idle: fetch its state meanwhile.
+      for (std::size_t k = 0, j = tx_rr_; cfg_.prefetch && k < 4 && k + 1 < n; ++k, ++j) {
+        if (j >= n) j = 0;
+        if (idle_until_[tx_ready_[j]] <= now) {
+          qps_[tx_ready_[j]]->prefetch_tx();
+          break;
+        }
+      }
       return true;
     }
     if (!q->wants_tx()) {

@@ -156,6 +156,10 @@ struct EndpointConfig {
   /// Keep events for poll_event(). Off, none is kept (poll_event() finds none): for a driver that
   /// reads none, like the simulator, which would only drain and drop them.
   bool events = true;
+  /// Fetch QP state ahead of use: poll_tx() the next QP it will poll, prefetch_rx() the QP a driver
+  /// says a packet is coming for. It pays when the QPs' state outgrows the caches (thousands of QPs,
+  /// as in a simulated all-to-all) and costs a few percent when it does not; off, both do nothing.
+  bool prefetch = false;
   Tunables tun;
 };
 
@@ -337,9 +341,9 @@ class Endpoint {
   mutable std::vector<std::uint32_t> due_heap_;
   mutable std::vector<std::uint32_t> dirty_;  ///< QP indices whose deadline may have changed
   mutable std::vector<std::uint8_t> is_dirty_;
-  std::vector<std::uint32_t> fired_;    ///< on_timer scratch
-  std::vector<Qp*> tx_ready_;           ///< QPs that may have something to send (round robin)
-  std::vector<std::uint8_t> in_ready_;  ///< per QP index: listed in tx_ready_
+  std::vector<std::uint32_t> fired_;     ///< on_timer scratch
+  std::vector<std::uint32_t> tx_ready_;  ///< indices of QPs that may have something to send (round robin)
+  std::vector<std::uint8_t> in_ready_;   ///< per QP index: listed in tx_ready_
   /// Per QP index: Qp::idle_until() after a poll_tx that found nothing; until then, or until the QP
   /// is touched, poll_tx passes over it (0: no promise).
   mutable std::vector<Time> idle_until_;

@@ -169,6 +169,11 @@ void Qp::prefetch_rx(bool feedback) const {
     prefetch_lines(&ctrl_, this + 1);
 }
 
+void Qp::prefetch_tx() const {
+  prefetch_lines(this, &ctr_);               // identity, configuration, remote, state
+  prefetch_lines(&peer_ports_, &ctrl_run_);  // the requester and the control queue
+}
+
 bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
   const std::uint32_t ports = usable_ports(free_ports);

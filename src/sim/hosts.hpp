@@ -39,6 +39,7 @@ struct HostSetup {
   cc::NsccConfig nscc;
   std::uint64_t max_part = 1;  ///< largest WRITE of the run (bytes)
   std::uint32_t max_load = 1;  ///< most connections one pair carries
+  std::uint64_t qps = 0;       ///< QPs of the run (both ends of every connection)
 };
 
 /// Both ends of one QP of a run.

@@ -55,6 +55,9 @@ struct RunConfig {
   }();
   std::uint32_t evs_per_plane = 128;  ///< active EVs per plane per QP (no backups)
   std::uint32_t qps_per_peer = 1;     ///< QPs per ordered host pair
+  /// From this many QPs in the run (both ends counted), the hosts prefetch QP state
+  /// (engine::EndpointConfig::prefetch). Speed only: the results do not depend on it.
+  std::uint64_t prefetch_qps = 1024;
   /// RoCE NICs: line rate, framing, port count and seed are set by the run; CNPs are sent only
   /// with DCQCN on (without it nobody reacts to them: htsim's RoCE sends none). The default MTU
   /// is htsim's 4086 B payload (a 4148 B packet with our framing, htsim 4150 B).

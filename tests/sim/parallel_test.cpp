@@ -257,6 +257,36 @@ TEST(SimParallel, RingAllReduceWithSamplesAndPayload) {
   EXPECT_GT(r.net.drops_by(FabricDrop::kGrayLoss), 0u);
 }
 
+// Prefetching QP state (RunConfig::prefetch_qps, on from 1,024 QPs) is a hint: forced on for a run
+// of 240 QPs with faults, and for a multi-plane incast, the results are those without it.
+TEST(SimPrefetch, HintsChangeNothing) {
+  const Topology t = fat4();
+  RunConfig rc;
+  rc.evs_per_plane = 16;
+  rc.limit = 20_ms;
+  std::uint32_t uplink = 0;
+  while (t.links[uplink].tier != 1) ++uplink;
+  rc.faults.push_back(LinkFault{5_us, uplink, LinkFaultKind::kDown, 0});
+  rc.faults.push_back(LinkFault{0, uplink + 3, LinkFaultKind::kLoss, 0.02});
+  const ConnMatrix a2a = make_all_to_all(16, 40000);
+  RunConfig on = rc;
+  on.prefetch_qps = 0;
+  const RunResult off_r = run_matrix(t, a2a, rc), on_r = run_matrix(t, a2a, on);
+  EXPECT_EQ(off_r.finished, a2a.conns.size());
+  EXPECT_GT(off_r.net.drops_by(FabricDrop::kGrayLoss), 0u);
+  expect_same(off_r, on_r);
+  const Topology c = clos(8, 2);
+  const ConnMatrix incast = make_incast(32, 7, 200000, true, 1000000, 30);
+  RunConfig ic;
+  ic.evs_per_plane = 8;
+  ic.limit = 20_ms;
+  RunConfig ic_on = ic;
+  ic_on.prefetch_qps = 0;
+  const RunResult a = run_matrix(c, incast, ic);
+  EXPECT_GT(a.net.trimmed, 0u);
+  expect_same(a, run_matrix(c, incast, ic_on));
+}
+
 // The limit cuts every partition at the same event, and the progress reports (from the thread that
 // runs between windows) see the whole run.
 TEST(SimParallel, LimitAndProgress) {
