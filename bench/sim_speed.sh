@@ -3,7 +3,7 @@
 # is run by `mrc sim` and by uet-htsim's htsim_uec (docs/htsim.md: its default UEC network, 128 EVs,
 # sender CC only), one after the other in the same invocation, and a ratio table is printed.
 #
-#   bench/sim_speed.sh [--mrc PATH] [--htsim PATH | --htsim-src GITDIR] [--runs N]
+#   bench/sim_speed.sh [--mrc PATH] [--htsim PATH | --htsim-src GITDIR] [--runs N] [--paired]
 #                      [--workloads LIST | --all]
 #
 #   --mrc        the mrc binary (default: build/tools/mrc/mrc)
@@ -13,6 +13,11 @@
 #                supplies htsim's incast_128.cm
 #   neither      htsim is skipped (said so in the table); mrc's figures are still printed
 #   --runs       runs of each simulator (default 1); the best CPU time of each is compared
+#   --paired     each run starts htsim and mrc at the same moment, each pinned to its own core (the
+#                cores swap every run), and the speed-up is the median over the runs of the ratio
+#                within a run: on a shared machine, whose speed drifts by tens of percent from one
+#                minute to the next, both then run under the same conditions (they share the memory
+#                bandwidth and the last-level cache). Needs 2 cores and taskset.
 #   --workloads  comma-separated, from the list below (default perm128,incast128,a2a64,a2a128)
 #   --all        every workload (adds perm1024 and a2a256: minutes per run)
 #
@@ -26,14 +31,15 @@
 #
 # Per workload and simulator: wall time, CPU time (user + sys), peak RSS (/usr/bin/time), finished
 # flows and FCT p50 / max; then htsim / mrc for time, mrc / htsim for memory. The machine is
-# shared, so CPU time is the steadier speed figure. Exit status 1 if a simulator that ran did not
-# finish every flow.
+# shared, so CPU time is the steadier speed figure (measured to the microsecond, from the child's
+# rusage). Exit status 1 if a simulator that ran did not finish every flow.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MRC=$ROOT/build/tools/mrc/mrc
 HTSIM=""
 HTSIM_SRC=""
 RUNS=1
+PAIRED=0
 WORKLOADS=perm128,incast128,a2a64,a2a128
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,6 +47,7 @@ while [ $# -gt 0 ]; do
     --htsim) HTSIM=$2; shift 2 ;;
     --htsim-src) HTSIM_SRC=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
+    --paired) PAIRED=1; shift ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --all) WORKLOADS=perm128,perm1024,incast128,a2a64,a2a128,a2a256; shift ;;
     *) echo "sim_speed.sh: unknown argument $1" >&2; exit 2 ;;
@@ -65,6 +72,11 @@ if [ -n "$HTSIM" ]; then
   HTSIM=$(realpath "$HTSIM")
 else
   echo "sim_speed.sh: no --htsim or --htsim-src given: htsim is skipped, mrc runs alone"
+fi
+if [ "$PAIRED" = 1 ]; then
+  [ -n "$HTSIM" ] || { echo "sim_speed.sh: --paired needs htsim" >&2; exit 2; }
+  command -v taskset >/dev/null || { echo "sim_speed.sh: --paired needs taskset (util-linux)" >&2; exit 2; }
+  [ "$(nproc)" -ge 2 ] || { echo "sim_speed.sh: --paired needs 2 cores" >&2; exit 2; }
 fi
 
 # workload -> "cm-file k htsim-end-us"
@@ -122,11 +134,22 @@ cm = "$CM_DIR/$4"
 EOF
 }
 
-# One timed run: name, command... -> "wall cpu rss_kb"; program output in $WORK/<name>.out
+# One timed run: name, command... -> "wall cpu rss_kb"; program output in $WORK/<name>.out. CPU
+# is user + system to the microsecond (wait4 of /usr/bin/time, which includes the program it
+# waited for); the peak RSS is /usr/bin/time's (its small fork execs the program: a python
+# child's would count python's own pages from before the exec).
 timed() {
   local name=$1; shift
-  /usr/bin/time -f "%e %U %S %M" -o "$WORK/$name.time" "$@" >"$WORK/$name.out" 2>&1 || true
-  awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$WORK/$name.time"
+  python3 - "$WORK/$name.out" "$WORK/$name.rss" "$@" <<'PY'
+import os, subprocess, sys, time
+with open(sys.argv[1], "wb") as out:
+    t0 = time.monotonic()
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", sys.argv[2]] + sys.argv[3:], stdout=out,
+                         stderr=subprocess.STDOUT)
+    _, _, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+print("%.3f %.3f %s" % (wall, ru.ru_utime + ru.ru_stime, open(sys.argv[2]).read().split()[-1]))
+PY
 }
 
 # FCT p50 / max (us) of htsim's "finished at" lines.
@@ -144,10 +167,16 @@ for w in "${LIST[@]}"; do
   make_cm "$w" "$cm" || continue
   flows=$(awk 'NR == 2 {print $2}' "$CM_DIR/$cm")
   write_toml "$WORK/$w.toml" "$w" "$k" "$cm"
-  best_h=""; best_m=""
+  best_h=""; best_m=""; ratios=""
   for i in $(seq "$RUNS"); do
+    hpin=(); mpin=(); mpid=""
+    if [ "$PAIRED" = 1 ]; then  # together, on cores 0 / 1, swapped every run
+      hpin=(taskset -c $((i % 2))); mpin=(taskset -c $(((i + 1) % 2)))
+      (cd "$WORK" && timed "m_$w" "${mpin[@]}" "$MRC" sim --no-progress --json "$WORK/$w.toml") >"$WORK/m.t" &
+      mpid=$!
+    fi
     if [ -n "$HTSIM" ]; then
-      (cd "$WORK" && timed "h_$w" "$HTSIM" -tm "$CM_DIR/$cm" -sender_cc_only -paths 128 -end "$end" \
+      (cd "$WORK" && timed "h_$w" "${hpin[@]}" "$HTSIM" -tm "$CM_DIR/$cm" -sender_cc_only -paths 128 -end "$end" \
         -o "$WORK/htsim.log") >"$WORK/h.t"
       rm -f "$WORK/htsim.log"
       read -r hw hc hr <"$WORK/h.t"
@@ -159,8 +188,13 @@ for w in "${LIST[@]}"; do
         best_h="$hw $hc $hr $hp $hm"
       fi
     fi
-    (cd "$WORK" && timed "m_$w" "$MRC" sim --no-progress --json "$WORK/$w.toml") >"$WORK/m.t"
+    if [ -n "$mpid" ]; then
+      wait "$mpid"
+    else
+      (cd "$WORK" && timed "m_$w" "$MRC" sim --no-progress --json "$WORK/$w.toml") >"$WORK/m.t"
+    fi
     read -r mw mc mr <"$WORK/m.t"
+    [ -n "$HTSIM" ] && ratios="$ratios $(awk -v h="$hc" -v m="$mc" 'BEGIN{printf "%.3f", h / (m > 0 ? m : 0.001)}')"
     read -r m_done mp mm qi qs <<<"$(python3 -c '
 import json, sys
 try:
@@ -176,25 +210,32 @@ except Exception:
       best_m="$mw $mc $mr $mp $mm"
     fi
   done
-  echo "$w $flows ${best_h:-- - - - -} $best_m" >>"$ROWS"
+  med=$(tr ' ' '\n' <<<"$ratios" | grep . | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print "-"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  [ "$PAIRED" = 1 ] && echo "$w paired htsim/mrc CPU ratios:$ratios (median $med)"
+  echo "$w $flows ${best_h:-- - - - -} $best_m $med" >>"$ROWS"
 done
 
 echo
-echo "best of $RUNS run(s); speed-up = htsim / mrc (CPU, wall), memory = mrc / htsim peak RSS"
-awk 'BEGIN {
+if [ "$PAIRED" = 1 ]; then
+  echo "$RUNS paired run(s): times are the best of each; cpu_x = median of htsim / mrc CPU within a run; wall_x best / best; memory = mrc / htsim peak RSS"
+else
+  echo "best of $RUNS run(s); speed-up = htsim / mrc (CPU, wall), memory = mrc / htsim peak RSS"
+fi
+awk -v paired="$PAIRED" 'BEGIN {
   printf "%-10s %7s | %8s %8s %7s %9s | %8s %8s %7s %9s | %7s %7s %6s\n", "workload", "flows",
          "h_wall_s", "h_cpu_s", "h_MB", "h_p50/max", "m_wall_s", "m_cpu_s", "m_MB", "m_p50/max",
          "cpu_x", "wall_x", "mem_x"
 }
 {
   w = $1; n = $2; hw = $3; hc = $4; hr = $5; hp = $6; hm = $7; mw = $8; mc = $9; mr = $10; mp = $11; mm = $12
+  cx = paired == 1 ? $13 : hc / (mc > 0 ? mc : 0.01)
   if (hw == "-") {
-    printf "%-10s %7s | %8s %8s %7s %9s | %8.2f %8.2f %7.0f %9s | %7s %7s %6s\n", w, n, "-", "-", "-", "-",
+    printf "%-10s %7s | %8s %8s %7s %9s | %8.3f %8.3f %7.0f %9s | %7s %7s %6s\n", w, n, "-", "-", "-", "-",
            mw, mc, mr / 1024, mp "/" mm, "-", "-", "-"
   } else {
-    printf "%-10s %7s | %8.2f %8.2f %7.0f %9s | %8.2f %8.2f %7.0f %9s | %6.2fx %6.2fx %6.2f\n", w, n,
+    printf "%-10s %7s | %8.2f %8.3f %7.0f %9s | %8.2f %8.3f %7.0f %9s | %6.2fx %6.2fx %6.2f\n", w, n,
            hw, hc, hr / 1024, int(hp) "/" int(hm), mw, mc, mr / 1024, int(mp) "/" int(mm),
-           hc / (mc > 0 ? mc : 0.01), hw / (mw > 0 ? mw : 0.01), mr / hr
+           cx, hw / (mw > 0 ? mw : 0.01), mr / hr
   }
 }' "$ROWS"
 exit $status

@@ -387,13 +387,13 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     if (q->poll_tx(out, now, free_ports)) {
       ++tx_rr_;
       // The next poll (a packet's serialisation from now) starts with the next QP that is not
-      // idle: fetch its state meanwhile.
-      for (std::size_t k = 0, j = tx_rr_; cfg_.prefetch && k < 4 && k + 1 < n; ++k, ++j) {
+      // idle: a software pipeline fetches the records of that one, whose lines were fetched at
+      // the last poll, and the lines of the one after.
+      for (std::size_t k = 0, j = tx_rr_, found = 0; cfg_.prefetch && k < 6 && k + 1 < n; ++k, ++j) {
         if (j >= n) j = 0;
-        if (idle_until_[tx_ready_[j]] <= now) {
-          qps_[tx_ready_[j]]->prefetch_tx();
-          break;
-        }
+        if (idle_until_[tx_ready_[j]] > now) continue;
+        qps_[tx_ready_[j]]->prefetch_tx(found == 0);
+        if (++found == 2) break;
       }
       return true;
     }

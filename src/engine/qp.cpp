@@ -169,7 +169,12 @@ void Qp::prefetch_rx(bool feedback) const {
     prefetch_lines(&ctrl_, this + 1);
 }
 
-void Qp::prefetch_tx() const {
+void Qp::prefetch_tx(bool deep) const {
+  if (deep) {
+    if (!ctrl_.empty()) __builtin_prefetch(&ctrl_.front());
+    req_.prefetch_records();
+    return;
+  }
   prefetch_lines(this, &ctr_);               // identity, configuration, remote, state
   prefetch_lines(&peer_ports_, &ctrl_run_);  // the requester and the control queue
 }

@@ -64,6 +64,16 @@ class Requester {
   /// RTO, tail-loss probe, RACK's reorder timer, EV probes due, probe timeouts, a fatal NAK's
   /// deadline; kNever if none. Inline: the endpoint asks after every event that touched the QP.
   inline Time next_deadline() const;
+  /// For Qp::prefetch_tx: the records poll() reads next outside the Requester (its state must be
+  /// cached already, or this waits for it): the unsent WQE and the next PSN's record.
+  void prefetch_records() const {
+    if (sq_unsent_ > 0) {
+      const char* w = reinterpret_cast<const char*>(&sq_.slot(sq_seg_));
+      __builtin_prefetch(w);
+      __builtin_prefetch(w + sizeof(SendWqe) - 1);
+    }
+    if (sent_.allocated()) __builtin_prefetch(&sent_.rec(snd_nxt_));
+  }
   void on_timer(Time now);
   /// Packets in flight on `port` are lost: resend them elsewhere at once.
   void resend_in_flight_on(std::uint8_t port, Time now);
