@@ -194,7 +194,9 @@ for w in "${LIST[@]}"; do
       (cd "$WORK" && timed "m_$w" "$MRC" sim --no-progress --json "$WORK/$w.toml") >"$WORK/m.t"
     fi
     read -r mw mc mr <"$WORK/m.t"
-    [ -n "$HTSIM" ] && ratios="$ratios $(awk -v h="$hc" -v m="$mc" 'BEGIN{printf "%.3f", h / (m > 0 ? m : 0.001)}')"
+    if [ -n "$HTSIM" ]; then
+      ratios="$ratios $(awk -v h="$hc" -v m="$mc" 'BEGIN{printf "%.3f", h / (m > 0 ? m : 0.001)}')"
+    fi
     read -r m_done mp mm qi qs <<<"$(python3 -c '
 import json, sys
 try:
@@ -210,8 +212,8 @@ except Exception:
       best_m="$mw $mc $mr $mp $mm"
     fi
   done
-  med=$(tr ' ' '\n' <<<"$ratios" | grep . | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print "-"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  [ "$PAIRED" = 1 ] && echo "$w paired htsim/mrc CPU ratios:$ratios (median $med)"
+  med=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print "-"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  if [ "$PAIRED" = 1 ]; then echo "$w paired htsim/mrc CPU ratios:$ratios (median $med)"; fi
   echo "$w $flows ${best_h:-- - - - -} $best_m $med" >>"$ROWS"
 done
 
