@@ -142,6 +142,7 @@ class EvManager {
   /// ASSUMED_BAD EVs due for a probe at `now` (the owner sends them and calls probe_sent()).
   std::uint16_t next_probe_due(Time now) const { return now < next_probe_ ? kNone : probe_due(now); }
   Time next_probe_time() const { return next_probe_; }
+  void prefetch_timers() const { __builtin_prefetch(&next_skip_); }  ///< what the two above read
   void probe_sent(std::uint16_t slot, Time now);
 
   // Ports and controller.

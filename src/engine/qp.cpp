@@ -163,10 +163,12 @@ void prefetch_lines(const void* first, const void* end) {
 
 void Qp::prefetch_rx(bool feedback) const {
   prefetch_lines(this, &ctr_.rtx_nack);  // identity, configuration, remote, state, the rx counters
-  if (feedback)
+  if (feedback) {
     prefetch_lines(&req_, &req_ + 1);
-  else
+  } else {
     prefetch_lines(&ctrl_, this + 1);
+    req_.prefetch_deadline();  // the endpoint asks for it afterwards
+  }
 }
 
 void Qp::prefetch_tx(bool deep) const {

@@ -66,6 +66,12 @@ class Requester {
   inline Time next_deadline() const;
   /// For Qp::prefetch_tx: the records poll() reads next outside the Requester (its state must be
   /// cached already, or this waits for it): the unsent WQE and the next PSN's record.
+  /// The lines next_deadline() reads (for a QP that only receives, nothing else does).
+  void prefetch_deadline() const {
+    __builtin_prefetch(&sent_);
+    __builtin_prefetch(&live_probes_);
+    evm_.prefetch_timers();
+  }
   void prefetch_records() const {
     if (sq_unsent_ > 0) {
       const char* w = reinterpret_cast<const char*>(&sq_.slot(sq_seg_));
@@ -182,6 +188,15 @@ class Requester {
   std::uint32_t wimm_outstanding_ = 0;
   SentPackets sent_;  ///< a record per PSN in [snd_una_, snd_nxt_), the in-flight list, the lost ones
   std::uint32_t snd_una_ = 0, snd_nxt_ = 0;
+  // What next_deadline() reads besides sent_ and the EV manager, on the cache line of sent_'s
+  // in-flight list: a QP that only receives is asked for its deadline after each packet, and the
+  // fields apart cost it misses on lines nothing else reads.
+  Time fatal_fail_at_ = kNever;  ///< a fatal NAK's confirmation deadline (D39, below)
+  Time tail_probe_at_ = kNever;
+  /// on_timer() last ran at this time: transmit-driven deadlines (probes) at or before it are
+  /// already waiting for a free port in poll() and are not reported again.
+  Time timer_seen_ = 0;
+  std::uint32_t live_probes_ = 0;
   Rack rack_;  ///< time-based loss detection and its reorder timer (D43)
   /// The last poll() found the congestion or MPR window closed; cleared by tx_ready(), which every
   /// event that can open it calls. A blocked QP leaves the endpoint's ready list (wants_tx).
@@ -195,17 +210,11 @@ class Requester {
   std::uint32_t window_psns_ = 0;  ///< window_psns(), kept current by update_window()
   bool fatal_pending_ = false;     ///< a fatal NAK for fatal_psn_ waits for confirmation (D39) ...
   std::uint8_t fatal_tx_ = 0;      ///< ... by a NAK of a transmission after this many ...
-  std::uint32_t fatal_psn_ = 0;
-  Time fatal_fail_at_ = kNever;  ///< ... and no acknowledgement of it until then
+  std::uint32_t fatal_psn_ = 0;    ///< ... and no acknowledgement of it until fatal_fail_at_
   WcStatus fatal_status_ = WcStatus::kRemoteOpError;
   static constexpr std::size_t kProbeSlots = 64;  ///< probe ids map to slots modulo this
   std::vector<Probe> probes_;                     ///< kProbeSlots entries from the first probe on
-  std::uint32_t live_probes_ = 0;
   std::uint16_t next_probe_id_ = 1;
-  Time tail_probe_at_ = kNever;
-  /// on_timer() last ran at this time: transmit-driven deadlines (probes) at or before it are
-  /// already waiting for a free port in poll() and are not reported again.
-  Time timer_seen_ = 0;
   PlaneLosses planes_;  ///< runs of losses per plane: plane-failure inference (D18, D59)
   /// D56: PSNs whose second copy is still to be sent (at most kDupQueueMax), and the PSNs that got
   /// one lately (psn + 1, 0 = empty), whose expected duplicate arrival is no spurious retransmission.
