@@ -386,15 +386,7 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     touch(i);
     if (q->poll_tx(out, now, free_ports)) {
       ++tx_rr_;
-      // The next poll (a packet's serialisation from now) starts with the next QP that is not
-      // idle: a software pipeline fetches the records of that one, whose lines were fetched at
-      // the last poll, and the lines of the one after.
-      for (std::size_t k = 0, j = tx_rr_, found = 0; cfg_.prefetch && k < 6 && k + 1 < n; ++k, ++j) {
-        if (j >= n) j = 0;
-        if (idle_until_[tx_ready_[j]] > now) continue;
-        qps_[tx_ready_[j]]->prefetch_tx(found == 0);
-        if (++found == 2) break;
-      }
+      if (cfg_.prefetch) prefetch_next_tx(now);
       return true;
     }
     if (!q->wants_tx()) {
@@ -409,6 +401,25 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     ++tried;
   }
   return false;
+}
+
+// The next poll (a packet's serialisation from now) starts with the next QP that is not idle: a
+// software pipeline fetches the records of that one, whose lines were fetched at the last poll, and
+// the lines of the one after (a few idle ones are looked past).
+void Endpoint::prefetch_next_tx(Time now) const {
+  const std::size_t n = tx_ready_.size();
+  bool first = true;
+  for (std::size_t k = 0, j = tx_rr_; k < 6 && k + 1 < n; ++k, ++j) {
+    if (j >= n) j = 0;
+    if (idle_until_[tx_ready_[j]] > now) continue;
+    const Qp& q = *qps_[tx_ready_[j]];
+    if (!first) {
+      q.prefetch_tx_lines();
+      return;
+    }
+    q.prefetch_tx_records();
+    first = false;
+  }
 }
 
 Time Endpoint::next_deadline() const {

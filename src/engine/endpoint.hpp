@@ -300,6 +300,7 @@ class Endpoint {
   std::uint32_t* known_peer_ports(std::uint32_t peer);
   void verify_peer_ports(std::uint32_t peer, std::uint8_t port, Time now);
   bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
+  void prefetch_next_tx(Time now) const;  ///< EndpointConfig::prefetch, after a packet is polled
 
   // QP timers: every QP's next_deadline() cached in an indexed min-heap ordered by (deadline, QP
   // index), so next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP (a host

@@ -171,14 +171,14 @@ void Qp::prefetch_rx(bool feedback) const {
   }
 }
 
-void Qp::prefetch_tx(bool deep) const {
-  if (deep) {
-    if (!ctrl_.empty()) __builtin_prefetch(&ctrl_.front());
-    req_.prefetch_records();
-    return;
-  }
+void Qp::prefetch_tx_lines() const {
   prefetch_lines(this, &ctr_);               // identity, configuration, remote, state
   prefetch_lines(&peer_ports_, &ctrl_run_);  // the requester and the control queue
+}
+
+void Qp::prefetch_tx_records() const {
+  if (!ctrl_.empty()) __builtin_prefetch(&ctrl_.front());
+  req_.prefetch_records();
 }
 
 bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {

@@ -82,8 +82,9 @@ class Qp {
   /// handling reads, the requester's for feedback (ACK, SACK, NACK), the responder's for the rest.
   void prefetch_rx(bool feedback) const;
   /// The same for poll_tx() (Endpoint::poll_tx, for the QPs it will poll next): the QP's lines,
-  /// then (deep, once those are cached) the queue records they point to.
-  void prefetch_tx(bool deep) const;
+  /// then, once those are cached, the queue records they point to.
+  void prefetch_tx_lines() const;
+  void prefetch_tx_records() const;
   /// The plane `port` became (un)usable toward the peer (local port or peer's port status).
   void set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now);
   /// Endpoint-level port ownership (local ports down) combined with peer port status.

@@ -64,14 +64,14 @@ class Requester {
   /// RTO, tail-loss probe, RACK's reorder timer, EV probes due, probe timeouts, a fatal NAK's
   /// deadline; kNever if none. Inline: the endpoint asks after every event that touched the QP.
   inline Time next_deadline() const;
-  /// For Qp::prefetch_tx: the records poll() reads next outside the Requester (its state must be
-  /// cached already, or this waits for it): the unsent WQE and the next PSN's record.
   /// The lines next_deadline() reads (for a QP that only receives, nothing else does).
   void prefetch_deadline() const {
     __builtin_prefetch(&sent_);
     __builtin_prefetch(&live_probes_);
     evm_.prefetch_timers();
   }
+  /// For Qp::prefetch_tx_records: the records poll() reads next outside the Requester (its state
+  /// must be cached already, or this waits for it): the unsent WQE and the next PSN's record.
   void prefetch_records() const {
     if (sq_unsent_ > 0) {
       const char* w = reinterpret_cast<const char*>(&sq_.slot(sq_seg_));

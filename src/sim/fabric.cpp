@@ -971,8 +971,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   p.len = size;
   p.dst_qp = kNone;
   if (tx.header_len >= 8) {
-    const auto op = static_cast<wire::Opcode>(tx.header[0]);
-    const bool feedback = op == wire::Opcode::kAck || op == wire::Opcode::kSack || op == wire::Opcode::kNack;
+    const bool feedback = wire::is_feedback(static_cast<wire::Opcode>(tx.header[0]));
     p.dst_qp = engine::Endpoint::bth_dest_qp(std::span<const std::uint8_t>(tx.header, 8)) |
                (feedback ? kFeedbackBit : 0);
   }

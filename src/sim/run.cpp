@@ -600,13 +600,6 @@ class Runner {
     // system call; per window it cost 8 % of incast128's 21,000 one-microsecond windows).
     per_window_cpu_ = threads_ > 1;
     const std::uint64_t loop_t0 = per_window_cpu_ ? 0 : thread_cpu_ns();
-    struct Total {
-      Runner& r;
-      std::uint64_t t0;
-      ~Total() {
-        if (!r.per_window_cpu_) r.window_cpu_ns_[0] += thread_cpu_ns() - t0;
-      }
-    } total{*this, loop_t0};
     SpinBarrier barrier(threads_);
     const bool cross = ranks_ != nullptr;
     auto worker = [&](std::uint32_t tid) {
@@ -636,6 +629,7 @@ class Runner {
       barrier.wait();
     }
     for (std::thread& t : pool) t.join();
+    if (!per_window_cpu_) window_cpu_ns_[0] += thread_cpu_ns() - loop_t0;
     if (error_) std::rethrow_exception(error_);
     if (other_failed_) throw std::runtime_error("run: stopped because another rank failed");
   }

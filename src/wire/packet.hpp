@@ -45,6 +45,10 @@ constexpr bool is_data(Opcode op) {
   return v >= static_cast<std::uint8_t>(Opcode::kWriteFirst) &&
          v <= static_cast<std::uint8_t>(Opcode::kWriteOnlyImm);
 }
+/// ACK, SACK, NACK: the responder's answers, handled by the requester.
+constexpr bool is_feedback(Opcode op) {
+  return op == Opcode::kAck || op == Opcode::kSack || op == Opcode::kNack;
+}
 /// 0xC9, 0xCB
 constexpr bool has_imm(Opcode op) {
   return op == Opcode::kWriteLastImm || op == Opcode::kWriteOnlyImm;
