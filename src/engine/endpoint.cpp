@@ -438,6 +438,11 @@ Time Endpoint::next_deadline() const {
   return t;
 }
 
+void Endpoint::expire_skips(Time now) {
+  for (const auto& q : qps_)
+    if (q) q->evs().expire_skips(now);
+}
+
 void Endpoint::on_timer(Time now) {
   // The due QPs in QPN order, as a scan of every QP would visit them. They are the heap's top
   // subtree of entries <= now, gathered breadth first (heap positions, then QP indices); they stay

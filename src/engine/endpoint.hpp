@@ -256,6 +256,10 @@ class Endpoint {
   /// Earliest time on_timer() must run (kNever if none).
   Time next_deadline() const;
   void on_timer(Time now);
+  /// Applies every QP's SKIP expiries due by `now`. With events off (EndpointConfig::events) they
+  /// have no timer of their own and wait until the QP is next looked at: a driver that reads EV
+  /// states or transition counters at the end of a run calls this first.
+  void expire_skips(Time now);
 
   // --- ports and endpoint operations --------------------------------------------------------------
   /// Local port up/down: a down port's EVs leave every QP at once and the peers are told.

@@ -198,6 +198,7 @@ std::uint32_t EvManager::active_usable() const {
 }
 
 void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
+  expire_skips(now);
   // Only an active GOOD or SKIP EV changes: nothing to copy the shared table for otherwise.
   if (sl_[slot].role != Role::kActive ||
       (sl_[slot].state != EvState::kGood && sl_[slot].state != EvState::kSkip))
@@ -224,6 +225,7 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
 }
 
 void EvManager::on_failure(std::uint16_t slot, EvCause cause, Time now) {
+  expire_skips(now);
   if (sl_[slot].role != Role::kActive ||
       (sl_[slot].state != EvState::kGood && sl_[slot].state != EvState::kSkip))
     return;
@@ -285,6 +287,7 @@ void EvManager::promote_backup(std::uint8_t port, Time now) {
 }
 
 void EvManager::on_probe_success(std::uint16_t slot, Time now) {
+  expire_skips(now);
   if (sl_[slot].role != Role::kProbing) return;  // probing means the table is its own already
   own();
   Slot& s = slots_[slot];
@@ -299,6 +302,7 @@ void EvManager::on_probe_success(std::uint16_t slot, Time now) {
 }
 
 void EvManager::on_probe_failure(std::uint16_t slot, Time now) {
+  expire_skips(now);
   if (sl_[slot].role != Role::kProbing) return;
   Cold& c = cold(slot);
   c.probe_ok = 0;
@@ -316,23 +320,28 @@ void EvManager::refresh_next_probe() {
 
 void EvManager::expire_skips_due(Time now) {
   own();
-  Time next = kNever;
-  std::size_t w = 0;
-  for (std::size_t r = 0; r < skipped_.size(); ++r) {
-    const std::uint16_t slot = skipped_[r];
-    const Slot& s = slots_[slot];
-    if (s.state != EvState::kSkip) continue;  // left SKIP some other way
-    const Time until = skip_until_[s.skip];
-    if (until <= now) {
-      set_state(slot, EvState::kGood, EvCause::kSkipExpired, now);
-      if (s.role == Role::kActive) good_add(slot);
-      continue;
+  // One pass per expiry time up to `now`, each in skipped_'s order, as a call at each would have
+  // made them: the order of the GOOD lists, and so the picks, does not depend on how late this runs.
+  while (next_skip_ <= now) {
+    const Time at = next_skip_;
+    Time next = kNever;
+    std::size_t w = 0;
+    for (std::size_t r = 0; r < skipped_.size(); ++r) {
+      const std::uint16_t slot = skipped_[r];
+      const Slot& s = slots_[slot];
+      if (s.state != EvState::kSkip) continue;  // left SKIP some other way
+      const Time until = skip_until_[s.skip];
+      if (until <= at) {
+        set_state(slot, EvState::kGood, EvCause::kSkipExpired, at);
+        if (s.role == Role::kActive) good_add(slot);
+        continue;
+      }
+      next = std::min(next, until);
+      skipped_[w++] = slot;
     }
-    next = std::min(next, until);
-    skipped_[w++] = slot;
+    skipped_.resize(w);
+    next_skip_ = next;
   }
-  skipped_.resize(w);
-  next_skip_ = next;
 }
 
 std::uint16_t EvManager::probe_due(Time now) const {
@@ -343,6 +352,7 @@ std::uint16_t EvManager::probe_due(Time now) const {
 }
 
 void EvManager::probe_sent(std::uint16_t slot, Time now) {
+  expire_skips(now);
   Cold& c = cold(slot);
   c.next_probe = now + probe_backoff(c);
   ++stats_.probes;
@@ -350,6 +360,7 @@ void EvManager::probe_sent(std::uint16_t slot, Time now) {
 }
 
 void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
+  expire_skips(now);
   if (port >= num_ports_ || port_usable(port) == usable) return;
   own();
   if (!usable) {
@@ -392,6 +403,7 @@ void EvManager::set_port_usable(std::uint8_t port, bool usable, Time now) {
 }
 
 std::uint32_t EvManager::set_denied(std::uint32_t value, std::uint8_t port, bool denied, Time now) {
+  expire_skips(now);
   std::uint32_t matches = 0;
   for (std::size_t i = 0; i < n_; ++i) {
     if (evs_[i].value != value || evs_[i].port != port) continue;

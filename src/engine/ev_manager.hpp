@@ -134,11 +134,17 @@ class EvManager {
   void on_probe_failure(std::uint16_t slot, Time now);
 
   // Time-driven work.
-  /// Returns SKIP EVs whose time is up to GOOD. Earliest pending expiry via next_skip_expiry().
+  /// Returns SKIP EVs whose time is up to GOOD, in the order and at the times (the transitions'
+  /// time) a call at each expiry would have, so it may run late: every call here that takes a time
+  /// runs it first; before the others (picks, state reads) the owner does. Earliest pending
+  /// expiry: next_skip_expiry().
   void expire_skips(Time now) {
     if (now >= next_skip_) expire_skips_due(now);
   }
   Time next_skip_expiry() const { return next_skip_; }
+  /// Whether a usable port has no GOOD EV: then an expiry may let the QP send where it cannot now.
+  /// Otherwise picks never wait for one (the last GOOD EV is never skipped, only failed).
+  bool skip_may_block() const { return (good_mask_ & usable_ports_) != usable_ports_; }
   /// ASSUMED_BAD EVs due for a probe at `now` (the owner sends them and calls probe_sent()).
   std::uint16_t next_probe_due(Time now) const { return now < next_probe_ ? kNone : probe_due(now); }
   Time next_probe_time() const { return next_probe_; }

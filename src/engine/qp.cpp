@@ -124,6 +124,7 @@ void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
 
 void Qp::set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now) {
   (void)cause;
+  req_.evs().expire_skips(now);
   req_.evs().set_port_usable(port, usable, now);
   if (!usable && state_ == QpState::kRts) req_.resend_in_flight_on(port, now);
   ep_.mark_tx_ready(this);
@@ -185,6 +186,7 @@ bool Qp::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   if (state_ == QpState::kReset || state_ == QpState::kInit) return false;
   const std::uint32_t ports = usable_ports(free_ports);
   if (ports == 0) return false;
+  req_.evs().expire_skips(now);  // before a control packet picks its EV
   // Control (SACK/NACK/NAK) goes first: the responder's feedback never waits behind data. A backlog
   // of it (a peer's probe flood, a window of trim NACKs) must not starve this QP's own requests
   // though: after kCtrlRun control packets in a row the requester gets a turn (D14).

@@ -71,10 +71,11 @@ class Qp {
     if (!ctrl_.empty()) return true;
     return state_ == QpState::kRts && req_.wants_tx();
   }
-  /// Until this time poll_tx() finds nothing to send and changes nothing, unless the QP's state
-  /// changes first (a packet, a post, a timer, a port: whatever the endpoint touches it for);
-  /// 0 if it makes no such promise. It holds while nothing is queued and only a SKIP's expiry, an
-  /// EV probe or a tail-loss probe, at their times, could give it something to send.
+  /// Until this time poll_tx() finds nothing to send and changes nothing that a later call would
+  /// not change the same way (it may apply SKIP expiries, which keep their own times), unless the
+  /// QP's state changes first (a packet, a post, a timer, a port: whatever the endpoint touches it
+  /// for); 0 if it makes no such promise. It holds while nothing is queued and only an EV probe or
+  /// a tail-loss probe, at their times, could give it something to send.
   Time idle_until() const { return state_ == QpState::kRts && ctrl_.empty() ? req_.idle_until() : 0; }
   Time next_deadline() const { return state_ == QpState::kRts ? req_.next_deadline() : kNever; }
   void on_timer(Time now);

@@ -14,6 +14,7 @@ void Qp::on_packet(const wire::Packet& p, const RxMeta& meta, Time now) {
     ++ctr_.rx_refused;
     return;
   }
+  req_.evs().expire_skips(now);  // SKIP expiries are applied before the EVs are looked at
   using wire::Opcode;
   switch (p.bth.opcode) {
     case Opcode::kSack:

@@ -55,11 +55,14 @@ class Requester {
   [[gnu::always_inline]] inline bool poll(TxPacket& out, std::uint32_t ports, Time now);
   /// May produce something in poll() now (cheap, conservative).
   inline bool wants_tx() const;
+  /// Something lost, unsent or to be duplicated waits to go out.
+  bool has_queued() const { return !dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0; }
   /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
-  /// does nothing before the first of a SKIP expiry, an EV probe and the tail-loss probe.
+  /// sends nothing before the first of an EV probe and the tail-loss probe (a SKIP's expiry changes
+  /// no pick it makes then, and expire_skips() applies it whenever it runs).
   Time idle_until() const {
-    if (!dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0) return 0;
-    return std::min({evm_.next_skip_expiry(), evm_.next_probe_time(), tail_probe_at_});
+    if (has_queued()) return 0;
+    return std::min(evm_.next_probe_time(), tail_probe_at_);
   }
   /// RTO, tail-loss probe, RACK's reorder timer, EV probes due, probe timeouts, a fatal NAK's
   /// deadline; kNever if none. Inline: the endpoint asks after every event that touched the QP.
@@ -333,7 +336,11 @@ inline Time Requester::next_deadline() const {
     if (tail_probe_at_ > timer_seen_) t = std::min(t, tail_probe_at_);
     t = std::min(t, rack_.timer());
   }
-  t = std::min(t, evm_.next_skip_expiry());
+  // A SKIP's expiry needs a wake-up only if someone watches the EV events (their times) or if it
+  // may let something queued go out on a port that has no GOOD EV now; else expire_skips() applies
+  // it, with its own time, before the EVs are next looked at.
+  if (ep_.config().events || (evm_.skip_may_block() && has_queued()))
+    t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
   t = std::min(t, fatal_fail_at_);
   if (live_probes_ > 0) {

@@ -179,6 +179,11 @@ std::uint64_t MrcHosts::bytes_placed(std::size_t k) const {
   return qp != nullptr ? qp->counters().bytes_placed : 0;
 }
 
+void MrcHosts::finish(Time now) {
+  for (const auto& e : eps_)
+    if (e) e->expire_skips(now);
+}
+
 void MrcHosts::add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const {
   (void)cnp;
   const engine::Qp* a = eps_[qps_[k].src] ? ep(qps_[k].src).qp(qps_[k].src_qp) : nullptr;

@@ -79,6 +79,9 @@ class MrcHosts {
   /// Distributed: collective (sums over ranks).
   void qp_memory_idle(RunResult& r) const;
   void qp_memory_end(RunResult& r) const;
+  /// The run ended at `now`: applies the SKIP expiries due by then (they wait for the QP's next
+  /// use, which did not come), so that the EV transitions counted are those made by `now`.
+  void finish(Time now);
 
  private:
   const engine::Endpoint& ep(std::uint32_t h) const { return *eps_[h]; }
@@ -129,6 +132,7 @@ class RoceHosts {
   void add_counters(std::size_t k, engine::QpCounters& pc, std::uint64_t& cnp) const;
   void qp_memory_idle(RunResult&) const {}
   void qp_memory_end(RunResult&) const {}
+  void finish(Time) {}
 
  private:
   std::uint32_t planes_;

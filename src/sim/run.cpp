@@ -346,6 +346,7 @@ class Runner {
     }
     r_.work_s = static_cast<double>(work) * 1e-9;
     r_.span_s = static_cast<double>(span) * 1e-9;
+    hosts_->finish(r_.end);
     collect_counters(*hosts_, pairs_, nq_, ranks_, r_);
     hosts_->qp_memory_end(r_);
     flow_statistics(r_);

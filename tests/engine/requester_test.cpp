@@ -38,11 +38,13 @@ struct Rig {
   /// `tun`: the endpoint's tunables (fixed reorder window or tail-probe delay where a test needs
   /// one); timeout and retries: the QP's RTO.
   /// wire_ext: the connection agreed to the wire extensions (the SACK says which copy arrived).
+  /// events: the endpoint keeps events (EndpointConfig::events).
   explicit Rig(const engine::Tunables& tun = {}, std::uint8_t timeout = 20, std::uint8_t retry_linear = 7,
-               std::uint8_t retry_exp = 25, bool wire_ext = false) {
+               std::uint8_t retry_exp = 25, bool wire_ext = false, bool events = true) {
     engine::EndpointConfig ec;
     ec.num_ports = 2;
     ec.tun = tun;
+    ec.events = events;
     ep = std::make_unique<engine::Endpoint>(ec);
     std::iota(src.begin(), src.end(), 0);
     mr = ep->memory().register_region(src.data(), src.size(), engine::access::kAll);
@@ -323,6 +325,67 @@ TEST(Requester, ATrimNackResendsAtOnce) {
   n.neth.nack_psn = psn(3);
   r.rq().handle_nack(n, 1600);
   EXPECT_TRUE(r.pull(1600).empty());
+}
+
+// A SKIP's expiry is applied lazily, at its own time: it needs a timer only if someone watches
+// the EV events (their times) or if something queued may wait for it (the next test).
+TEST(Requester, ASkipExpiryNeedsATimerOnlyWhenItsEventIsWatched) {
+  for (const bool events : {true, false}) {
+    SCOPED_TRACE(events ? "events kept" : "no events");
+    Rig r({}, 20, 7, 25, false, events);
+    ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
+    ASSERT_EQ(r.pull(1000).size(), 1u);
+    engine::EvManager& evm = r.qp().evs();
+    constexpr std::uint16_t kSlot = 0;
+    evm.on_skip_signal(kSlot, engine::EvCause::kEcnEcho, 1100);
+    ASSERT_EQ(evm.state(kSlot), engine::EvState::kSkip);
+    r.rq().handle_sack(make_sack(psn(0), 0), 1200);  // nothing in flight, nothing queued
+    const Time expiry = evm.next_skip_expiry();
+    ASSERT_GT(expiry, 1200u);
+    ASSERT_NE(expiry, kNever);
+    EXPECT_EQ(r.ep->next_deadline(), events ? expiry : kNever);
+    const std::uint64_t before = r.ctr().ev_transitions;
+    if (events) {
+      r.ep->on_timer(expiry);
+      EXPECT_EQ(evm.state(kSlot), engine::EvState::kGood);
+      bool seen = false;
+      engine::Event e;
+      while (r.ep->poll_event(e))
+        seen |= e.type == engine::EventType::kEvState && e.to == engine::EvState::kGood &&
+                e.cause == engine::EvCause::kSkipExpired && e.time == expiry;
+      EXPECT_TRUE(seen);
+    } else {
+      // Nothing looked at the EVs yet: still SKIP; the next use applies the expiry (a poll that
+      // finds nothing to send), counted once.
+      EXPECT_EQ(evm.state(kSlot), engine::EvState::kSkip);
+      engine::TxPacket tx;
+      EXPECT_FALSE(r.qp().poll_tx(tx, expiry + 5000, kPorts));
+      EXPECT_EQ(evm.state(kSlot), engine::EvState::kGood);
+      EXPECT_EQ(evm.next_skip_expiry(), kNever);
+    }
+    EXPECT_EQ(r.ctr().ev_transitions, before + 1);
+  }
+}
+
+// With every active EV of port 0 skipped and port 0 the only free one, queued data waits for an
+// expiry: the QP keeps the timer for it even when nobody watches the events, and sends at it.
+TEST(Requester, ASkipExpiryWakesDataThatWaitsForIt) {
+  Rig r({}, 20, 7, 25, false, /*events=*/false);
+  engine::EvManager& evm = r.qp().evs();
+  for (std::uint16_t s = 0; s < evm.size(); ++s)
+    if (evm.is_active(s) && evm.ev(s).port == 0) evm.on_skip_signal(s, engine::EvCause::kEcnEcho, 1000);
+  ASSERT_EQ(evm.ports_with_good(), 0x2u);
+  EXPECT_EQ(r.ep->next_deadline(), kNever);  // nothing queued: nothing to wake
+  ASSERT_EQ(r.post(1, kPmtu, 1100), 0);
+  engine::TxPacket tx;
+  EXPECT_FALSE(r.qp().poll_tx(tx, 1100, 0x1));
+  const Time expiry = evm.next_skip_expiry();
+  ASSERT_NE(expiry, kNever);
+  EXPECT_EQ(r.ep->next_deadline(), expiry);
+  EXPECT_FALSE(r.qp().poll_tx(tx, expiry - 1, 0x1));
+  ASSERT_TRUE(r.qp().poll_tx(tx, expiry, 0x1));
+  EXPECT_EQ(tx.port, 0u);
+  EXPECT_EQ(evm.ports_with_good(), 0x3u);
 }
 
 TEST(Requester, AnRttSampleFromAPsnTheSackDoesNotAcknowledgeIsRefused) {
