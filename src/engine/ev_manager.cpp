@@ -184,6 +184,13 @@ void EvManager::set_state(std::uint16_t slot, EvState to, EvCause cause, Time no
   assert(!slots_.empty());  // own()
   Slot& s = slots_[slot];
   if (s.state == to) return;
+  if (s.state == EvState::kSkip && cause != EvCause::kSkipExpired) {
+    // Left SKIP some other way (failed, denied, its port down): its expiry goes, so that every
+    // entry of skipped_ is a SKIP EV and a scan reads no slot before its entry's time.
+    const auto it =
+        std::find_if(skipped_.begin(), skipped_.end(), [&](const Skipped& e) { return e.slot == slot; });
+    if (it != skipped_.end()) skipped_.erase(it);
+  }
   const Transition t{slot, evs_[slot], s.state, to, cause};
   s.state = to;
   ++stats_.transitions;
@@ -219,7 +226,7 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
   if (others == 0 && ports_[port].good_len == 1) return;
   good_remove(slot);
   skip_until(slot) = until;
-  skipped_.push_back(slot);
+  skipped_.push_back({until, slot});
   next_skip_ = std::min(next_skip_, until);
   set_state(slot, EvState::kSkip, cause, now);
 }
@@ -327,17 +334,22 @@ void EvManager::expire_skips_due(Time now) {
     Time next = kNever;
     std::size_t w = 0;
     for (std::size_t r = 0; r < skipped_.size(); ++r) {
-      const std::uint16_t slot = skipped_[r];
-      const Slot& s = slots_[slot];
-      if (s.state != EvState::kSkip) continue;  // left SKIP some other way
-      const Time until = skip_until_[s.skip];
-      if (until <= at) {
-        set_state(slot, EvState::kGood, EvCause::kSkipExpired, at);
-        if (s.role == Role::kActive) good_add(slot);
+      Skipped e = skipped_[r];
+      if (e.until > at) {
+        next = std::min(next, e.until);
+        skipped_[w++] = e;
         continue;
       }
-      next = std::min(next, until);
-      skipped_[w++] = slot;
+      const Slot& s = slots_[e.slot];
+      assert(s.state == EvState::kSkip);  // set_state() drops the entry of an EV leaving otherwise
+      e.until = skip_until_[s.skip];      // a signal while skipped may have extended it
+      if (e.until <= at) {
+        set_state(e.slot, EvState::kGood, EvCause::kSkipExpired, at);
+        if (s.role == Role::kActive) good_add(e.slot);
+        continue;
+      }
+      next = std::min(next, e.until);
+      skipped_[w++] = e;
     }
     skipped_.resize(w);
     next_skip_ = next;
@@ -447,8 +459,8 @@ std::size_t EvManager::heap_bytes() const {
   return slots_.capacity() * sizeof(Slot) + skip_until_.capacity() * sizeof(Time) +
          cold_.capacity() * sizeof(Cold) + delivered_.capacity() * sizeof(Time) +
          ports_.capacity() * sizeof(Port) +
-         (good_.capacity() + backup_.capacity() + skipped_.capacity() + probing_.capacity()) *
-             sizeof(std::uint16_t);
+         (good_.capacity() + backup_.capacity() + probing_.capacity()) * sizeof(std::uint16_t) +
+         skipped_.capacity() * sizeof(Skipped);
 }
 
 }  // namespace mrc::engine

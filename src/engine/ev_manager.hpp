@@ -272,9 +272,15 @@ class EvManager {
   std::vector<Time> delivered_;   ///< per slot: send time of its latest acknowledged first
                                   ///< transmission; empty until the QP's first delivery
   std::vector<Port> ports_;
-  std::vector<std::uint16_t> good_;     ///< the ports' GOOD lists (Port::good_off)
-  std::vector<std::uint16_t> backup_;   ///< every port's backup pool: a port's last entry is its next
-  std::vector<std::uint16_t> skipped_;  ///< SKIP slots (expiry scan)
+  std::vector<std::uint16_t> good_;    ///< the ports' GOOD lists (Port::good_off)
+  std::vector<std::uint16_t> backup_;  ///< every port's backup pool: a port's last entry is its next
+  /// A SKIP slot and its expiry when it entered the list: the scan reads a slot's state and its
+  /// (maybe extended) skip_until_ entry only once this time is due, not every EV at every scan.
+  struct Skipped {
+    Time until;
+    std::uint16_t slot;
+  };
+  std::vector<Skipped> skipped_;        ///< SKIP slots (expiry scan)
   std::vector<std::uint16_t> probing_;  ///< ASSUMED_BAD slots
   std::uint32_t good_mask_ = 0;         ///< ports with a non-empty GOOD list
   Time next_skip_ = kNever;

@@ -28,6 +28,7 @@ Requester::Requester(Qp& qp, Endpoint& ep, std::uint32_t qpn, const QpConfig& cf
                                                     : ep.config().tun.base_rtt_hint) {
   update_pto();
   planes_.init(ep.config().num_ports);
+  events_ = ep.config().events;
 }
 
 void Requester::start(Time now) {

@@ -81,6 +81,33 @@ void expect_transition(const Logged& l, std::uint16_t slot, const Ev& ev, EvStat
   EXPECT_EQ(l.now, now);
 }
 
+// Expiries may be applied late (D65): then in the order of their times, each at its own time, an
+// extension counted, and an EV that left SKIP some other way not returned by its old expiry.
+TEST(EvManager, LateExpiriesKeepTheirTimesAndOrder) {
+  Evm e(1, 4, 0, 1, 1);
+  ASSERT_TRUE(e.ok_);
+  const std::uint16_t a = e.slot(0, 0), b = e.slot(0, 1), c = e.slot(0, 2);
+  e.m.on_skip_signal(a, EvCause::kEcnEcho, 1000);   // until 11,000
+  e.m.on_skip_signal(b, EvCause::kEcnEcho, 2000);   // until 12,000
+  e.m.on_skip_signal(c, EvCause::kTrimNack, 3000);  // until 13,000, but:
+  e.m.on_failure(c, EvCause::kLoss, 4000);          // it left SKIP, and its expiry with it
+  ASSERT_EQ(e.m.state(c), EvState::kAssumedBad);
+  e.m.on_skip_signal(a, EvCause::kEcnEcho, 5000);  // extended: until 15,000
+  e.m.on_probe_success(c, 6000);                   // back (one answered probe) ...
+  ASSERT_EQ(e.m.state(c), EvState::kGood);
+  e.m.on_skip_signal(c, EvCause::kEcnEcho, 7000);  // ... and skipped again: until 17,000
+  e.log.clear();
+  e.m.expire_skips(14'000);
+  ASSERT_EQ(e.log.size(), 1u);  // b; not c at its old time
+  expect_transition(e.log[0], b, e.m.ev(b), EvState::kSkip, EvState::kGood, EvCause::kSkipExpired, 12'000);
+  e.m.expire_skips(20'000);
+  ASSERT_EQ(e.log.size(), 3u);
+  expect_transition(e.log[1], a, e.m.ev(a), EvState::kSkip, EvState::kGood, EvCause::kSkipExpired, 15'000);
+  expect_transition(e.log[2], c, e.m.ev(c), EvState::kSkip, EvState::kGood, EvCause::kSkipExpired, 17'000);
+  EXPECT_EQ(e.m.next_skip_expiry(), kNever);
+  EXPECT_EQ(e.m.active_good(0), 4u);
+}
+
 TEST(EvManager, InitSplitsActiveAndBackupPerPort) {
   Evm e(2, 4, 2);
   ASSERT_TRUE(e.ok_);
@@ -244,12 +271,13 @@ TEST(EvManager, AFreshManagerReadsTheSharedTableUntilItsFirstStateChange) {
   EXPECT_TRUE(e.m.shares_slots());
   EXPECT_EQ(e.m.heap_bytes(), 128u * 8);
   // The first state change copies the slots (8 bytes an EV), the GOOD list (2 bytes an active EV)
-  // and the port (8 bytes); the skipped EV adds its expiry (8) and its place in the SKIP list (2).
+  // and the port (8 bytes); the skipped EV adds its expiry (8) and its place in the SKIP list (16:
+  // the slot and the expiry it entered with).
   const std::uint16_t s = e.m.pick(1);
   e.m.on_skip_signal(s, EvCause::kEcnEcho, 2000);
   EXPECT_EQ(e.m.state(s), EvState::kSkip);
   EXPECT_FALSE(e.m.shares_slots());
-  EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 8 + 128 * 2 + 8 + 8 + 2);
+  EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 8 + 128 * 2 + 8 + 8 + 16);
   // A fresh manager with backups holds nothing of its own either, nor after a controller deny of
   // an EV it does not have.
   Evm b(4, 16, 4);
