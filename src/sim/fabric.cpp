@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -70,8 +71,10 @@ struct Fabric::InlineBytes {
   std::uint8_t b[kInlineBytes];  ///< !carry_payload: header, then trailer
 };
 
-// What every hop reads is in the first cache line; the record is line-aligned (3 lines), so the
-// event loop can prefetch it whole.
+// What every hop reads and writes is in the first two cache lines (the queues and the link in the
+// first; where it leads, its flags, the loss coin and the counters every packet adds to in the
+// second); PFC and the rare counters in the third. The record is line-aligned, so the event loop
+// prefetches the two lines of a port a packet will reach.
 struct alignas(64) Fabric::Port {
   std::uint64_t busy_until = 0;  ///< ps
   std::uint64_t latency_ps = 0;
@@ -80,23 +83,24 @@ struct alignas(64) Fabric::Port {
   std::uint64_t ps_per_byte = 0;
   std::uint64_t data_bytes = 0, ctrl_bytes = 0;
   std::uint32_t wire_head = kNone, wire_tail = kNone;  ///< packets on the link, in arrival order
-  std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone;
+  std::uint32_t data_head = kNone, data_tail = kNone, ctrl_head = kNone, ctrl_tail = kNone;
+  // -- line 2
+  std::uint32_t head_out = kNone;  ///< Packet::out of the wire head (prefetched before it arrives)
+  std::uint32_t from = 0, to = 0;
+  std::uint32_t gid = 0;  ///< global id (2 * link + direction): event keys, messages
   bool from_host = false, to_host = false;
   bool wake_pending = false;
   bool up = true;
-  std::uint32_t ctrl_tail = kNone;
-  std::uint32_t head_out = kNone;  ///< Packet::out of the wire head (prefetched before it arrives)
-  std::uint32_t from = 0, to = 0;
   // PFC. As an ingress: bytes that came over this port and are queued in switch `to`, and whether
   // `to` has paused us. As an egress: whether we are paused (takes effect a link latency later).
   bool xoff = false, paused = false;
-  bool remote = false;        ///< partitioned: `to` is another partition's node (send_remote)
+  bool remote = false;  ///< partitioned: `to` is another partition's node (send_remote)
+  double loss = 0;      ///< gray failure: probability a transmitted packet is lost
+  PortCounters ctr;     ///< its first four in line 2, the rest in line 3
+  // -- line 3
   std::uint32_t pfc_ctr = 0;  ///< as an ingress: PAUSE/RESUME frames sent (their key)
-  std::uint32_t gid = 0;      ///< global id (2 * link + direction): event keys, messages
-  double loss = 0;            ///< gray failure: probability a transmitted packet is lost
   double rate_bps = 0;
   std::uint64_t pfc_in = 0;
-  PortCounters ctr;
 };
 
 struct Fabric::Host {
@@ -725,9 +729,11 @@ bool Fabric::step_ps(Time lim_ps) {
 }
 
 // The objects of the next events are usually cold (last touched a link latency ago). In two stages:
-// the port of the event after next (its record is 3 lines); then, for the next event, whose port was
-// fetched one step ago, its packet and the port that packet will be queued at.
+// the port of the event after next (the two lines of its record a hop reads); then, for the next event, whose
+// port was fetched one step ago, its packet and the port that packet will be queued at.
 void Fabric::prefetch_ahead() {
+  static_assert(offsetof(Port, head_out) == 64 && offsetof(Port, ctr) + 32 == 128,
+                "a port's per-hop state is its first two lines");
   const QueuedEvent& n = events_.top();
   if (n.kind == kArrive) {
     const Port& pt = ports_[n.index];
@@ -737,7 +743,9 @@ void Fabric::prefetch_ahead() {
       if (const Host& h = hosts_[pt.to]; h.ep != nullptr && pt.head_out != kNone)
         h.ep->prefetch_rx(pt.head_out & kQpnMask, (pt.head_out & kFeedbackBit) != 0);
     } else if (pt.head_out != kNone) {
-      __builtin_prefetch(&ports_[pt.head_out]);
+      const char* o = reinterpret_cast<const char*>(&ports_[pt.head_out]);
+      __builtin_prefetch(o);
+      __builtin_prefetch(o + 64);
     }
   } else if (n.kind == kPortFree) {
     const Port& pt = ports_[n.index];
@@ -747,7 +755,8 @@ void Fabric::prefetch_ahead() {
   if (const QueuedEvent* n2 = events_.peek(1);
       n2 != nullptr && (n2->kind == kArrive || n2->kind == kPortFree)) {
     const char* b = reinterpret_cast<const char*>(&ports_[n2->index]);
-    for (std::size_t off = 0; off < sizeof(Port); off += 64) __builtin_prefetch(b + off);
+    __builtin_prefetch(b);  // its per-hop lines (the third is PFC's)
+    __builtin_prefetch(b + 64);
   }
 }
 

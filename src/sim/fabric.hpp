@@ -170,9 +170,11 @@ struct FabricStats {
 void merge_stats(FabricStats& into, const FabricStats& from);
 
 struct PortCounters {
+  // Those of every packet first (they share a cache line with the port's per-hop state).
   std::uint64_t tx_packets = 0, tx_bytes = 0;  ///< wire bytes
-  std::uint64_t trims = 0, ecn_marks = 0, drops = 0;
   std::uint64_t peak_data_bytes = 0;
+  std::uint64_t ecn_marks = 0;
+  std::uint64_t trims = 0, drops = 0;
   std::uint64_t pauses = 0;              ///< times this port was paused by its downstream switch
   std::uint64_t peak_ingress_bytes = 0;  ///< PFC accounting of the switch this port leads to
 };
