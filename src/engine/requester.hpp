@@ -201,7 +201,7 @@ class Requester {
   Time timer_seen_ = 0;
   std::uint32_t live_probes_ = 0;
   bool events_ = true;  ///< the endpoint keeps events (its config, read here on the deadline's line)
-  Rack rack_;  ///< time-based loss detection and its reorder timer (D43)
+  Rack rack_;           ///< time-based loss detection and its reorder timer (D43)
   /// The last poll() found the congestion or MPR window closed; cleared by tx_ready(), which every
   /// event that can open it calls. A blocked QP leaves the endpoint's ready list (wants_tx).
   bool window_blocked_ = false;
@@ -340,8 +340,7 @@ inline Time Requester::next_deadline() const {
   // A SKIP's expiry needs a wake-up only if someone watches the EV events (their times) or if it
   // may let something queued go out on a port that has no GOOD EV now; else expire_skips() applies
   // it, with its own time, before the EVs are next looked at.
-  if (events_ || (evm_.skip_may_block() && has_queued()))
-    t = std::min(t, evm_.next_skip_expiry());
+  if (events_ || (evm_.skip_may_block() && has_queued())) t = std::min(t, evm_.next_skip_expiry());
   if (evm_.next_probe_time() > timer_seen_) t = std::min(t, evm_.next_probe_time());
   t = std::min(t, fatal_fail_at_);
   if (live_probes_ > 0) {
