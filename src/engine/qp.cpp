@@ -124,8 +124,7 @@ void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
 
 void Qp::set_plane_usable(std::uint8_t port, bool usable, EvCause cause, Time now) {
   (void)cause;
-  req_.evs().expire_skips(now);
-  req_.evs().set_port_usable(port, usable, now);
+  req_.evs().set_port_usable(port, usable, now);  // applies the SKIP expiries due first
   if (!usable && state_ == QpState::kRts) req_.resend_in_flight_on(port, now);
   ep_.mark_tx_ready(this);
 }

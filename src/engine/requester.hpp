@@ -51,7 +51,8 @@ class Requester {
   void handle_nack(const wire::Packet& p, Time now);
   void handle_aeth(const wire::Packet& p, Time now);
   /// The next packet of the send side, if any may go on `ports` now: an EV probe that is due, the
-  /// oldest retransmission, a second copy (D56), new data. False if nothing may.
+  /// oldest retransmission, a second copy (D56), new data. False if nothing may. Called through
+  /// Qp::poll_tx, which applies the SKIP expiries due by `now` first.
   [[gnu::always_inline]] inline bool poll(TxPacket& out, std::uint32_t ports, Time now);
   /// May produce something in poll() now (cheap, conservative).
   inline bool wants_tx() const;
@@ -233,7 +234,7 @@ class Requester {
 // On the send path of every packet, and checked by every transmit poll of a QP that only receives:
 // inline in the QP's poll_tx (as a call it costs the send path ~30 instructions a packet).
 inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
-  evm_.expire_skips(now);
+  // The SKIP expiries due by `now` are applied: Qp::poll_tx did, before its control packets' picks.
   // 1. Probes: ASSUMED_BAD EVs due for a probe, a bounded number at a time, so that many bad EVs
   //    cannot flood the peer (whose answers, late, would fail the probes and keep the EVs bad);
   //    then a tail-loss probe after silence.

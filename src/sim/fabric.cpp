@@ -729,8 +729,8 @@ bool Fabric::step_ps(Time lim_ps) {
 }
 
 // The objects of the next events are usually cold (last touched a link latency ago). In two stages:
-// the port of the event after next (the two lines of its record a hop reads); then, for the next event, whose
-// port was fetched one step ago, its packet and the port that packet will be queued at.
+// the two lines of its record a hop reads of the port of the event after next; then, for the next
+// event, whose port was fetched one step ago, its packet and the port that packet will be queued at.
 void Fabric::prefetch_ahead() {
   static_assert(offsetof(Port, head_out) == 64 && offsetof(Port, ctr) + 32 == 128,
                 "a port's per-hop state is its first two lines");

@@ -259,8 +259,8 @@ class Runner {
                                      cfg.fabric.queue.trimming);
     for (Fabric* net : owned_nets())
       for (const LinkFault& f : cfg.faults) net->schedule_fault(f);
-    HostSetup setup{topo, cfg, nets_, part_of_node_, r_.base_rtt, r_.nscc, 1, pairs_.max_load, 0};
-    setup.qps = 2 * pairs_.ends.size() * nq_;
+    const std::uint64_t qps = 2 * pairs_.ends.size() * nq_;  // both ends of every connection's QPs
+    HostSetup setup{topo, cfg, nets_, part_of_node_, r_.base_rtt, r_.nscc, 1, pairs_.max_load, qps};
     for (const auto& c : m.conns) setup.max_part = std::max(setup.max_part, (c.bytes + nq_ - 1) / nq_);
     hosts_.emplace(setup);
     // All QPs are made before any is connected, then each rank learns the QPNs the others made.

@@ -82,11 +82,12 @@ struct Rig {
     wr.rkey = kRkey;
     return rq().post_send(wr, now);
   }
-  /// What the requester sends now (at most `max` packets).
+  /// What the requester sends now (at most `max` packets), through the QP's poll_tx as the
+  /// endpoint calls it (it has no control packets to send: no peer talks to it).
   std::vector<Frame> pull(Time now, std::size_t max = 1000) {
     std::vector<Frame> out;
     engine::TxPacket tx;
-    while (out.size() < max && rq().poll(tx, kPorts, now)) out.push_back(flatten(tx));
+    while (out.size() < max && qp().poll_tx(tx, now, kPorts)) out.push_back(flatten(tx));
     return out;
   }
   /// One packet sent at each of `times`.
