@@ -13,11 +13,14 @@
 
 namespace mrc::sim {
 
-/// The partition (0 .. parts-1) of every node. Hosts: in blocks of consecutive ids of about
-/// hosts / parts, a dependent connection's source joined with its dependency's destination (such
-/// groups move whole, so a matrix whose dependencies chain every host leaves the other partitions
-/// without hosts). Switches: with at least `parts` planes, whole planes (plane * parts / planes);
-/// otherwise a leaf (tier 1) goes with its first host and the others round robin by index.
+/// The partition (0 .. parts-1) of every node. Hosts: in blocks of consecutive ids holding about an
+/// equal share of the load (a connection's bytes count at its source and its destination; a
+/// matrix without connections splits the hosts evenly), a dependent connection's source joined
+/// with its dependency's destination (such groups move whole, so a matrix whose dependencies chain
+/// every host leaves the other partitions without hosts). Switches: with at least `parts` planes,
+/// whole planes (plane * parts / planes); otherwise a leaf (tier 1) goes with its first host, a
+/// higher switch with the partition that holds at least 3/4 of the load below it (an aggregation
+/// switch with its pod), the others round robin by index.
 std::vector<std::uint32_t> partition_nodes(const Topology& topo, const ConnMatrix& m, std::uint32_t parts);
 
 /// The window of a parallel run: the smallest link latency (ps; 0 if some link has none).

@@ -115,6 +115,33 @@ TEST(SimPartition, WholePlanesAndHostBlocks) {
   EXPECT_EQ(lookahead_ps(f), 1'000'000u);
 }
 
+// An all-to-all among the first half of the hosts splits that half (the load), not the hosts; an
+// aggregation switch goes with its pod, the core switches are shared out.
+TEST(SimPartition, SplitsTheLoadAndKeepsPodsWhole) {
+  const Topology t = fat4();  // 16 hosts, 4 pods of 4
+  const std::vector<std::uint32_t> part = partition_nodes(t, make_all_to_all(8, 1000), 2);
+  for (std::uint32_t h = 0; h < 16; ++h) EXPECT_EQ(part[h], h < 4 ? 0u : 1u) << h;
+  std::uint32_t aggs = 0, cores[2] = {0, 0};
+  for (const TopoLink& l : t.links) {
+    if (l.tier != 1) continue;  // leaf - aggregation switch
+    const std::uint32_t leaf = t.nodes[l.a].tier == 1 ? l.a : l.b, agg = leaf == l.a ? l.b : l.a;
+    const bool loaded = std::any_of(t.links.begin(), t.links.end(),
+                                    [&](const TopoLink& h) { return h.tier == 0 && h.b == leaf && h.a < 8; });
+    if (!loaded) continue;
+    EXPECT_EQ(part[agg], part[leaf]) << agg;
+    ++aggs;
+  }
+  EXPECT_EQ(aggs, 8u);  // pods 0 and 1: 2 leaves x 2 aggregation switches each
+  for (std::uint32_t n = 16; n < t.num_nodes(); ++n)
+    if (t.nodes[n].tier == 3) ++cores[part[n]];
+  EXPECT_EQ(cores[0], cores[1]);
+  EXPECT_GT(cores[0], 0u);
+  // A connection whose size is not given counts as one byte: sizes decide only where they are given.
+  ConnMatrix m = make_all_to_all(8, 1000);
+  for (ConnSpec& c : m.conns) c.bytes = 0;
+  EXPECT_EQ(partition_nodes(t, m, 2), part);
+}
+
 TEST(SimPartition, DependentStartsWhereItsDependencyArrives) {
   const Topology t = fat4();
   ConnMatrix m;
