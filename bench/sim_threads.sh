@@ -3,11 +3,12 @@
 # this invocation: the scenario runs at --threads 1 and at --threads N back to back, RUNS times,
 # and the table gives each pair's wall times and ratio, then the median ratio. The machine may be
 # shared, so it also prints the ratio the partitioning allows on N free cores: the windows' CPU
-# time at one thread over their span at N threads (per window, the busiest thread's CPU time;
-# `mrc sim --json`: run.window_cpu_s, run.window_span_s), which does not depend on other load, and
-# splits it in two: what partitioning alone saves (one thread running the N partitions in turn,
-# `--threads 1 --partitions N`, is faster than one Fabric: smaller event queues and working sets)
-# and the parallel part (that run's CPU time over the span). Every run's output is checked to be
+# time at one thread over their span at N threads (per window, the busiest thread's busy time on
+# the monotonic clock, D66; `mrc sim --json`: run.window_cpu_s, run.window_span_s), which other
+# load inflates only where it deschedules a thread, and splits it in two: what partitioning alone
+# saves (one thread running the N partitions in turn, `--threads 1 --partitions N`, is faster than
+# one Fabric: smaller event queues and working sets) and the parallel part (that run's CPU time
+# over the span). Every run's output is checked to be
 # identical to the one-thread run's (the JSON without its "run" block). Not a test.
 #
 #   bench/sim_threads.sh [BUILD_DIR]      (default: build; needs BUILD_DIR/tools/mrc/mrc)

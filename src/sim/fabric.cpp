@@ -589,8 +589,8 @@ void Fabric::flush(std::uint32_t port) {
   pt.ctrl_tail = pt.data_tail = kNone;
   pt.ctrl_bytes = pt.data_bytes = 0;
   for (std::uint32_t idx = pt.wire_head; idx != kNone; idx = pool_[idx].next) pool_[idx].lost = 1;
-  if (pt.remote)  // on the wire to another partition, not there yet
-    for (Msg& m : out_[part_[pt.to]])
+  if (pt.remote)                            // on the wire to another partition, not there yet
+    for (Msg& m : out_[wr_][part_[pt.to]])  // (last window's: already in the far end's queue)
       if (m.kind == kArrive && m.port == pt.gid) m.pkt.lost = 1;
 }
 
@@ -614,7 +614,7 @@ void Fabric::push_pfc(Time at_ps, Kind kind, std::uint32_t port) {
     events_.push_keyed(at_ps, kind, port, key);
     return;
   }
-  Msg& m = out_[part_[pt.from]].emplace_back();
+  Msg& m = out_[wr_][part_[pt.from]].emplace_back();
   m.time = at_ps;
   m.key = key;
   m.port = pt.gid;
@@ -803,8 +803,11 @@ void Fabric::assign_partition(const std::vector<std::uint32_t>& part_of_node, st
   part_ = part_of_node;
   self_ = self;
   primary_ = self == 0;
-  out_.assign(parts, {});
-  out_bytes_.assign(parts, {});
+  for (int i = 0; i < 2; ++i) {
+    out_[i].assign(parts, {});
+    out_bytes_[i].assign(parts, {});
+  }
+  wr_ = 0;
 }
 
 void Fabric::run_window(Time end_ps) {
@@ -819,8 +822,9 @@ Time Fabric::next_event_ps() {
 
 Time Fabric::next_message_ps() const {
   Time t = kNever;
-  for (const auto& box : out_)
-    for (const Msg& m : box) t = std::min(t, m.time);
+  for (const auto& set : out_)
+    for (const auto& box : set)
+      for (const Msg& m : box) t = std::min(t, m.time);
   return t;
 }
 
@@ -830,8 +834,8 @@ Time Fabric::next_message_ps() const {
 void Fabric::send_remote(std::uint32_t port, std::uint32_t idx) {
   const std::uint32_t to = part_[ports_[port].to];
   const Packet& p = pool_[idx];
-  std::vector<std::uint8_t>& bytes = out_bytes_[to];
-  Msg& m = out_[to].emplace_back();
+  std::vector<std::uint8_t>& bytes = out_bytes_[wr_][to];
+  Msg& m = out_[wr_][to].emplace_back();
   m.pkt = p;
   m.time = p.arrive_ps;
   m.key = event_key(kcArrive, ports_[port].gid, 0);
@@ -872,11 +876,17 @@ void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
 }
 
 void Fabric::take_messages(Fabric& from) {
-  std::vector<Msg>& box = from.out_[self_];
-  const std::uint8_t* bytes = from.out_bytes_[self_].data();
+  const std::uint32_t rd = from.wr_ ^ 1;
+  std::vector<Msg>& box = from.out_[rd][self_];
+  const std::uint8_t* bytes = from.out_bytes_[rd][self_].data();
   for (const Msg& m : box) take_message(m, bytes);
   box.clear();
-  from.out_bytes_[self_].clear();
+  from.out_bytes_[rd][self_].clear();
+}
+
+void Fabric::flip_outboxes() {
+  wr_ ^= 1;
+  for ([[maybe_unused]] const auto& box : out_[wr_]) assert(box.empty());  // taken during the window
 }
 
 // A packed outbox: four u32 (from, to, messages, bytes), the Msg records as they are in memory (the
@@ -887,8 +897,8 @@ constexpr std::size_t kPackedHeader = 4 * sizeof(std::uint32_t);
 
 void Fabric::pack_messages(std::uint32_t to, std::vector<std::uint8_t>& out) {
   static_assert(std::is_trivially_copyable_v<Msg>);
-  std::vector<Msg>& box = out_[to];
-  std::vector<std::uint8_t>& bytes = out_bytes_[to];
+  std::vector<Msg>& box = out_[wr_][to];
+  std::vector<std::uint8_t>& bytes = out_bytes_[wr_][to];
   if (box.empty()) return;
   const std::uint32_t head[4] = {self_, to, static_cast<std::uint32_t>(box.size()),
                                  static_cast<std::uint32_t>(bytes.size())};

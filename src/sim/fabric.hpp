@@ -62,7 +62,8 @@
 // take_messages() moves another partition's outbox for us into our queue (PFC PAUSE/RESUME cross the
 // same way). That is exact as long as every partition stops each window before the earliest arrival
 // it could still receive: run_window() up to the window's end, at most the minimum link latency (the
-// lookahead) after its start, then exchange. Because the tie-break key and the random draws are per
+// lookahead) after its start; between windows flip_outboxes(); at the next window's start, before
+// running it, take_messages(). Because the tie-break key and the random draws are per
 // object, the events of every node run in the same order as in one unpartitioned Fabric, so results
 // do not depend on the partitioning. Every partition applies every fault and reconvergence (only
 // partition 0 counts them in its statistics); the sum of the partitions' statistics (merge_stats)
@@ -214,16 +215,19 @@ class Fabric {
   void set_partition(const std::vector<std::uint32_t>& part_of_node, std::uint32_t self, std::uint32_t parts);
   /// Processes every event due before `end_ps` (exclusive).
   void run_window(Time end_ps);
-  /// Moves what partition `from` sent us during its last window into our event queue.
+  /// Moves what partition `from` sent us during the window before the last flip_outboxes() into our
+  /// event queue. It may run while `from` runs its next window: that writes the other outboxes.
   void take_messages(Fabric& from);
+  /// Between windows (no partition running): what this window sent becomes what the others take.
+  void flip_outboxes();
   /// Time (ps) of the earliest queued event, kNever if none.
   Time next_event_ps();
-  /// Time (ps) of the earliest message in our outboxes (what another partition will queue when it
-  /// takes them), kNever if none.
+  /// Time (ps) of the earliest message in our outboxes, either set (what another partition will
+  /// queue when it takes them), kNever if none.
   Time next_message_ps() const;
   /// Partitions in other processes (sim/ranks.hpp): pack_messages appends what we sent partition
-  /// `to` during the last window to `out` as one record (nothing if it sent nothing) and empties
-  /// that outbox; packed_record
+  /// `to` during the window just run (before flip_outboxes()) to `out` as one record (nothing if it
+  /// sent nothing) and empties that outbox; packed_record
   /// reads a record's sender, receiver and size (throws std::runtime_error if `in` is shorter);
   /// take_packed does what take_messages does with a record addressed to us.
   struct Packed {
@@ -410,9 +414,12 @@ class Fabric {
   // Partitions: empty part_ = not partitioned.
   std::vector<std::uint32_t> part_;
   std::uint32_t self_ = 0;
-  bool primary_ = true;                               ///< counts faults and reconvergences
-  std::vector<std::vector<Msg>> out_;                 ///< per destination partition
-  std::vector<std::vector<std::uint8_t>> out_bytes_;  ///< their packets' bytes
+  bool primary_ = true;  ///< counts faults and reconvergences
+  /// Outboxes per destination partition, two sets: this window's messages go to set wr_, while
+  /// the other partitions take last window's from the other set (flip_outboxes() swaps them).
+  std::vector<std::vector<Msg>> out_[2];
+  std::vector<std::vector<std::uint8_t>> out_bytes_[2];  ///< their packets' bytes
+  std::uint32_t wr_ = 0;
 };
 
 }  // namespace mrc::sim

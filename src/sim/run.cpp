@@ -42,11 +42,18 @@ Duration base_rtt(const Topology& topo, std::uint32_t mtu_wire, std::uint32_t ac
 }
 namespace {
 
-/// CPU time of the calling thread, ns.
+/// CPU time of the calling thread, ns (a system call: about a microsecond on a virtual machine).
 std::uint64_t thread_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+/// The monotonic clock, ns (no system call: what a thread's share of each window is timed with).
+std::uint64_t busy_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
 }
 
 void check_inputs(const Topology& topo, const ConnMatrix& m, const RunConfig& cfg) {
@@ -475,13 +482,10 @@ class Runner {
     std::uint64_t v[3] = {local_remaining(), failed_.load() ? 1u : 0u, local_events()};
     Time next = kNever;
     for (Fabric* net : owned_nets()) next = std::min(next, net->next_event_ps());
-    if (ranks_ != nullptr && ctl_fresh_) {  // reduced in the window's exchange
+    for (Fabric* net : owned_nets()) next = std::min(next, net->next_message_ps());
+    if (ranks_ != nullptr) {  // reduced in the exchange just before
       std::copy(ctl_, ctl_ + 3, v);
       next = ctl_[3];
-      ctl_fresh_ = false;
-    } else if (ranks_ != nullptr) {  // the first window
-      ranks_->sum(v);
-      ranks_->min(std::span<std::uint64_t>(&next, 1));
     }
     if (v[1] != 0) {
       if (!failed_.load()) other_failed_ = true;
@@ -507,18 +511,16 @@ class Runner {
     return true;
   }
 
-  // A partition's share of a window on thread `tid`: phase 0 runs the events, phase 1 takes the
-  // messages the others sent it (from this rank's partitions directly, from the others' through
-  // exchange()). An exception stops the run (rethrown by loop()).
-  void work(std::uint32_t tid, int phase) {
-    const std::uint64_t t0 = per_window_cpu_ ? thread_cpu_ns() : 0;
+  // A partition's share of a window on thread `tid`: first it takes the messages the others sent
+  // it during the last window (from this rank's partitions directly, from the others' through
+  // exchange()), then it runs the window's events (unless run_events is false: the run's end). The
+  // senders meanwhile write their other outboxes (Fabric::flip_outboxes). An exception stops the
+  // run (rethrown by loop()).
+  void work(std::uint32_t tid, bool run_events) {
+    const std::uint64_t t0 = per_window_cpu_ ? busy_ns() : 0;
     try {
       for (std::size_t i = tid; i < local_.size(); i += threads_) {
         const std::uint32_t p = local_[i];
-        if (phase == 0) {
-          nets_[p]->run_window(window_end_);
-          continue;
-        }
         std::size_t in = 0;
         std::vector<Incoming>& from = incoming_[p];
         for (std::uint32_t q = 0; q < parts_; ++q) {
@@ -530,11 +532,12 @@ class Runner {
           for (; in < from.size() && from[in].from == q; ++in) nets_[p]->take_packed(from[in].record);
         }
         from.clear();
+        if (run_events) nets_[p]->run_window(window_end_);
       }
     } catch (...) {
       fail();
     }
-    if (per_window_cpu_) window_cpu_ns_[tid] += thread_cpu_ns() - t0;
+    if (per_window_cpu_) window_cpu_ns_[tid] += busy_ns() - t0;
   }
 
   void fail() {
@@ -543,13 +546,14 @@ class Runner {
     failed_.store(true);
   }
 
-  // Distributed, on thread 0 between the phases: our partitions' outboxes for other ranks' go out,
-  // theirs for ours come in (incoming_, sorted by sender). The same round of messages carries what
-  // next_window() decides on (ctl_): connections left, failures, events, and the next event, which
-  // after the messages are taken is the earliest of the queues and of the messages sent (a
-  // message queued behind another on its link arrives after it).
+  // Distributed, on thread 0 between windows (and before the first): our partitions' outboxes for
+  // other ranks' go out, theirs for ours come in (incoming_, sorted by sender, taken at the start
+  // of the next window). The same round of messages carries what next_window() decides on (ctl_):
+  // connections left, failures, events, and the next event, which after the messages are taken is
+  // the earliest of the queues and of the messages sent (a message queued behind another on its
+  // link arrives after it).
   void exchange() {
-    const std::uint64_t t0 = per_window_cpu_ ? thread_cpu_ns() : 0;
+    const std::uint64_t t0 = per_window_cpu_ ? busy_ns() : 0;
     std::uint64_t mine[4] = {local_remaining(), 0, local_events(), kNever};
     for (Fabric* net : owned_nets())
       mine[3] = std::min({mine[3], net->next_event_ps(), net->next_message_ps()});
@@ -577,7 +581,6 @@ class Runner {
       for (int i = 0; i < 3; ++i) ctl_[i] += every[4 * r + i];
       ctl_[3] = std::min(ctl_[3], every[4 * r + 3]);
     }
-    ctl_fresh_ = true;
     try {
       const std::span<const std::uint8_t> all(recv_);
       for (std::size_t at = 0; at < all.size();) {
@@ -593,43 +596,45 @@ class Runner {
     } catch (...) {
       fail();
     }
-    if (per_window_cpu_) window_cpu_ns_[0] += thread_cpu_ns() - t0;
+    if (per_window_cpu_) window_cpu_ns_[0] += busy_ns() - t0;
   }
 
   void loop() {
-    // One thread: its CPU time over the whole loop is both the work and the span (a clock read is a
-    // system call; per window it cost 8 % of incast128's 21,000 one-microsecond windows).
+    // One thread: its CPU time over the whole loop is both the work and the span. Several: each
+    // thread's share of each window on the monotonic clock (the CPU clock is a system call, which
+    // at two reads a window took a third of incast128's wall time at 2 threads).
     per_window_cpu_ = threads_ > 1;
     const std::uint64_t loop_t0 = per_window_cpu_ ? 0 : thread_cpu_ns();
+    // Two barriers a window: the serial part (exchange with the other ranks, outboxes flipped, the
+    // next window decided) between them on thread 0, then every thread takes its partitions'
+    // messages and runs them.
     SpinBarrier barrier(threads_);
     const bool cross = ranks_ != nullptr;
     auto worker = [&](std::uint32_t tid) {
       for (;;) {
         barrier.wait();  // the next window is set, or stop_
         if (stop_.load(std::memory_order_relaxed)) return;
-        work(tid, 0);
-        barrier.wait();
-        if (cross) barrier.wait();  // thread 0 exchanges with the other ranks
-        work(tid, 1);
+        work(tid, true);
         barrier.wait();
       }
     };
     std::vector<std::thread> pool;
     for (std::uint32_t tid = 1; tid < threads_; ++tid) pool.emplace_back(worker, tid);
     for (;;) {
+      if (cross) exchange();
+      if (parts_ > 1)
+        for (Fabric* net : owned_nets()) net->flip_outboxes();
       if (!next_window()) stop_.store(true, std::memory_order_relaxed);
       barrier.wait();
       if (stop_.load(std::memory_order_relaxed)) break;
-      work(0, 0);
-      barrier.wait();
-      if (cross) {
-        exchange();
-        barrier.wait();
-      }
-      if (parts_ > 1) work(0, 1);
+      work(0, true);
       barrier.wait();
     }
     for (std::thread& t : pool) t.join();
+    // The last window's messages, into their queues (the state a run ends in does not depend on
+    // the partitioning: their packets are in the pools).
+    if (parts_ > 1)
+      for (std::uint32_t tid = 0; tid < threads_; ++tid) work(tid, false);
     if (!per_window_cpu_) window_cpu_ns_[0] += thread_cpu_ns() - loop_t0;
     if (error_) std::rethrow_exception(error_);
     if (other_failed_) throw std::runtime_error("run: stopped because another rank failed");
@@ -669,9 +674,8 @@ class Runner {
   std::uint64_t next_progress_ = 0;
   bool want_progress_ = false;
   /// Distributed: connections left, failures, events, next event (ps), over every rank, from the
-  /// last exchange (fresh until next_window() reads them).
+  /// exchange before next_window().
   std::uint64_t ctl_[4] = {};
-  bool ctl_fresh_ = false;
   std::uint64_t sent_bytes_ = 0, max_sent_bytes_ = 0;  ///< to other ranks: in all, in one window
   bool other_failed_ = false;
   std::atomic<bool> stop_{false}, failed_{false};

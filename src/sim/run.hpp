@@ -141,10 +141,12 @@ struct RunResult {
   std::size_t qps = 0;
   double qp_bytes_idle = 0, qp_bytes_sender = 0, qp_bytes_receiver = 0;
   std::size_t pool_packets = 0;
-  /// The windows' CPU time (event processing and message exchange, barriers excluded, s): summed
-  /// over threads (work_s), and summed per window over the busiest thread (span_s: what the run's
-  /// windows take on `threads` cores of their own, barrier latency aside; work_s / span_s is the
-  /// speed-up the partitioning allows).
+  /// The windows' busy time (taking messages, running events, the exchange between ranks; barriers
+  /// excluded; s): summed over threads (work_s), and summed per window over the busiest thread
+  /// (span_s: what the run's windows take on `threads` cores of their own, barrier latency aside;
+  /// work_s / span_s is the speed-up the partitioning allows). One thread: the CPU time of its
+  /// loop; several: each thread's share of each window on the monotonic clock (D66), which on a
+  /// shared machine also counts time a thread was descheduled.
   std::uint32_t threads = 1, partitions = 1;
   double work_s = 0, span_s = 0;
   /// Distributed: the ranks, and each one's peak RSS (peak_rss_kb is then the largest). work_s is
