@@ -32,8 +32,9 @@ PIDS+=("$SRV")
 wait_for "$WORK/srv.err" 'waiting on' "$SRV"
 PORT=$(grep -o 'waiting on 127.0.0.1:[0-9]*' "$WORK/srv.err" | grep -o '[0-9]*$')
 [[ -n $PORT ]] || fail "the server printed no port"
-# A long verified run (8 s of 64 KiB writes) so the attack lands while data is in flight.
-timeout 100 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local $C1,$C2 $AUTH -s 64KiB -D 8 --window 64MiB \
+# A long verified run (15 s of 64 KiB writes) so the attack lands while data is in flight: the
+# attack takes 2-3 s alone, but over 8 s on the ASan build while other tests load both cores.
+timeout 100 "$MRC" perf --client 127.0.0.1 -p "$PORT" --local $C1,$C2 $AUTH -s 64KiB -D 15 --window 64MiB \
   --lat-iters 20 --json --metrics >"$WORK/cli.json" 2>"$WORK/cli.err" &
 CLI=$!
 PIDS+=("$CLI")
