@@ -19,7 +19,8 @@
 #                minute to the next, both then run under the same conditions (they share the memory
 #                bandwidth and the last-level cache). Needs 2 cores and taskset.
 #   --threads    `mrc sim --threads N` (default 1; htsim has one thread): then wall_x is the figure
-#                that compares what a user waits for, cpu_x compares the work. Not with --paired.
+#                that compares what a user waits for; cpu_x then also counts the threads' spinning
+#                at the window barriers. Not with --paired.
 #   --workloads  comma-separated, from the list below (default perm128,incast128,a2a64,a2a128)
 #   --all        every workload (adds perm1024 and a2a256: minutes per run)
 #
@@ -57,6 +58,10 @@ while [ $# -gt 0 ]; do
     *) echo "sim_speed.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "sim_speed.sh: --threads needs a positive integer" >&2; exit 2; }
+if [ "$PAIRED" = 1 ] && [ "$THREADS" != 1 ]; then
+  echo "sim_speed.sh: --paired pins mrc to one core: not with --threads" >&2; exit 2
+fi
 HTSIM_COMMIT=40ccb0526bb6297eeb22ab33f9934fb35278dbaf
 CM_DIR=$ROOT/scenarios/cm
 WORK=$(mktemp -d /tmp/sim_speed.XXXXXX)
@@ -76,10 +81,6 @@ if [ -n "$HTSIM" ]; then
   HTSIM=$(realpath "$HTSIM")
 else
   echo "sim_speed.sh: no --htsim or --htsim-src given: htsim is skipped, mrc runs alone"
-fi
-[[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "sim_speed.sh: --threads needs a positive integer" >&2; exit 2; }
-if [ "$PAIRED" = 1 ] && [ "$THREADS" != 1 ]; then
-  echo "sim_speed.sh: --paired pins mrc to one core: not with --threads" >&2; exit 2
 fi
 if [ "$PAIRED" = 1 ]; then
   [ -n "$HTSIM" ] || { echo "sim_speed.sh: --paired needs htsim" >&2; exit 2; }

@@ -590,7 +590,7 @@ void Fabric::flush(std::uint32_t port) {
   pt.ctrl_bytes = pt.data_bytes = 0;
   for (std::uint32_t idx = pt.wire_head; idx != kNone; idx = pool_[idx].next) pool_[idx].lost = 1;
   if (pt.remote)                            // on the wire to another partition, not there yet
-    for (Msg& m : out_[wr_][part_[pt.to]])  // (last window's: already in the far end's queue)
+    for (Msg& m : out_[wr_][part_[pt.to]])  // (last window's: the far end takes them before this fault)
       if (m.kind == kArrive && m.port == pt.gid) m.pkt.lost = 1;
 }
 

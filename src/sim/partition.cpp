@@ -42,15 +42,18 @@ std::vector<std::uint32_t> partition_nodes(const Topology& topo, const ConnMatri
   for (std::uint32_t h = 0; h < hosts; ++h) group_load[find(up, h)] += load[h];
   const std::uint64_t total = std::accumulate(load.begin(), load.end(), std::uint64_t{0});
   // Groups in the order of their first host, filling partition after partition to an equal share
-  // of the load (an all-to-all among the first half of the hosts splits that half, not the hosts).
+  // of the load not yet placed (an all-to-all among the first half of the hosts splits that half,
+  // not the hosts; after an incast's receiver, the senders spread over the partitions left).
   std::vector<std::uint32_t> group_part(hosts, parts);
   std::uint32_t cur = 0;
-  std::uint64_t filled = 0;
+  std::uint64_t filled = 0, cur_start = 0;  // load placed in all, and before partition cur
   for (std::uint32_t h = 0; h < hosts; ++h) {
     const std::uint32_t g = find(up, h);
     if (group_part[g] == parts) {
-      const std::uint64_t target = total / parts * (cur + 1) + total % parts * (cur + 1) / parts;
-      if (cur + 1 < parts && filled >= target) ++cur;
+      if (cur + 1 < parts && filled - cur_start >= (total - cur_start) / (parts - cur)) {
+        ++cur;
+        cur_start = filled;
+      }
       group_part[g] = cur;
       filled += group_load[g];
     }
@@ -72,30 +75,48 @@ std::vector<std::uint32_t> partition_nodes(const Topology& topo, const ConnMatri
           part[leaf] = part[h];
         }
       }
+    // Each switch's switches one tier down (lower[first[n] .. first[n + 1])).
+    const std::uint32_t nodes = topo.num_nodes();
+    std::vector<std::uint32_t> first(nodes + 1, 0), lower;
+    auto upper_end = [&](const TopoLink& l) {  // the link's upper end if it joins adjacent switch tiers
+      if (l.a < hosts || l.b < hosts) return nodes;
+      const std::uint8_t ta = topo.nodes[l.a].tier, tb = topo.nodes[l.b].tier;
+      return ta == tb + 1 ? l.a : tb == ta + 1 ? l.b : nodes;
+    };
+    for (const TopoLink& l : topo.links)
+      if (const std::uint32_t n = upper_end(l); n < nodes) ++first[n + 1];
+    for (std::uint32_t n = 0; n < nodes; ++n) first[n + 1] += first[n];
+    lower.resize(first[nodes]);
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    for (const TopoLink& l : topo.links)
+      if (const std::uint32_t n = upper_end(l); n < nodes) lower[fill[n]++] = n == l.a ? l.b : l.a;
     std::uint8_t top = 1;
     for (const TopoNode& node : topo.nodes) top = std::max(top, node.tier);
-    std::vector<std::uint64_t> tally;  // [node * parts + partition]: load below it in that partition
+    std::vector<std::uint64_t> tally(parts, 0);  // one switch's load below it, by partition
+    std::vector<std::uint8_t> seen(parts, 0);
+    std::vector<std::uint32_t> touched;  // the partitions of its lower switches
     for (std::uint8_t tier = 2; tier <= top; ++tier) {
-      tally.assign(topo.nodes.size() * parts, 0);
-      for (const TopoLink& l : topo.links) {
-        if (l.a < hosts || l.b < hosts) continue;
-        const std::uint8_t ta = topo.nodes[l.a].tier, tb = topo.nodes[l.b].tier;
-        constexpr std::uint32_t kNone = ~0u;
-        const std::uint32_t n = ta == tier && tb + 1 == tier   ? l.a
-                                : tb == tier && ta + 1 == tier ? l.b
-                                                               : kNone;
-        if (n == kNone) continue;
-        const std::uint32_t lower = n == l.a ? l.b : l.a;
-        tally[std::size_t{n} * parts + part[lower]] += below[lower];
-        below[n] += below[lower];
-      }
-      for (std::uint32_t n = hosts; n < topo.num_nodes(); ++n) {
+      for (std::uint32_t n = hosts; n < nodes; ++n) {
         if (topo.nodes[n].tier != tier) continue;
-        const auto first = tally.begin() + static_cast<std::ptrdiff_t>(std::size_t{n} * parts);
-        const auto best = std::max_element(first, first + parts);
-        part[n] = below[n] > 0 && *best * 4 >= below[n] * 3 ? static_cast<std::uint32_t>(best - first)
-                                                            : topo.nodes[n].index % parts;
+        for (std::uint32_t i = first[n]; i < first[n + 1]; ++i) {
+          const std::uint32_t low = lower[i];
+          if (seen[part[low]] == 0) {
+            seen[part[low]] = 1;
+            touched.push_back(part[low]);
+          }
+          tally[part[low]] += below[low];
+          below[n] += below[low];
+        }
+        std::uint32_t best = parts;
+        for (const std::uint32_t q : touched) {
+          if (best == parts || tally[q] > tally[best] || (tally[q] == tally[best] && q < best)) best = q;
+        }
+        part[n] = best != parts && tally[best] * 4 >= below[n] * 3 && below[n] > 0
+                      ? best
+                      : topo.nodes[n].index % parts;
         placed[n] = true;
+        for (const std::uint32_t q : touched) tally[q] = seen[q] = 0;
+        touched.clear();
       }
     }
   }

@@ -13,9 +13,10 @@
 
 namespace mrc::sim {
 
-/// The partition (0 .. parts-1) of every node. Hosts: in blocks of consecutive ids holding about an
-/// equal share of the load (a connection's bytes count at its source and its destination; a
-/// matrix without connections splits the hosts evenly), a dependent connection's source joined
+/// The partition (0 .. parts-1) of every node. Hosts: in blocks of consecutive ids, each holding
+/// about an equal share of the load not yet placed (a connection's bytes count at its source and
+/// its destination, a connection of no size as one byte; a matrix without connections splits the
+/// hosts evenly), a dependent connection's source joined
 /// with its dependency's destination (such groups move whole, so a matrix whose dependencies chain
 /// every host leaves the other partitions without hosts). Switches: with at least `parts` planes,
 /// whole planes (plane * parts / planes); otherwise a leaf (tier 1) goes with its first host, a

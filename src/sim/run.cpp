@@ -622,7 +622,8 @@ class Runner {
     for (std::uint32_t tid = 1; tid < threads_; ++tid) pool.emplace_back(worker, tid);
     for (;;) {
       if (cross) exchange();
-      if (parts_ > 1)
+      // (After a failure a partition may have left messages untaken: the run stops, unflipped.)
+      if (parts_ > 1 && !failed_.load())
         for (Fabric* net : owned_nets()) net->flip_outboxes();
       if (!next_window()) stop_.store(true, std::memory_order_relaxed);
       barrier.wait();
@@ -633,7 +634,7 @@ class Runner {
     for (std::thread& t : pool) t.join();
     // The last window's messages, into their queues (the state a run ends in does not depend on
     // the partitioning: their packets are in the pools).
-    if (parts_ > 1)
+    if (parts_ > 1 && !failed_.load())
       for (std::uint32_t tid = 0; tid < threads_; ++tid) work(tid, false);
     if (!per_window_cpu_) window_cpu_ns_[0] += thread_cpu_ns() - loop_t0;
     if (error_) std::rethrow_exception(error_);

@@ -142,6 +142,74 @@ TEST(SimPartition, SplitsTheLoadAndKeepsPodsWhole) {
   EXPECT_EQ(partition_nodes(t, m, 2), part);
 }
 
+// Unequal loads: an incast's receiver carries half the load; the senders after it spread evenly
+// over the partitions left (not all into the next one). Idle hosts go with the loaded hosts after
+// them, and sizes count, not connections.
+TEST(SimPartition, SharesTheLoadLeftAfterAHeavyHost) {
+  const Topology t = fat4();
+  ConnMatrix incast;
+  incast.nodes = 16;
+  for (std::uint32_t s = 1; s < 16; ++s) incast.conns.push_back(ConnSpec{s, 0, s, 0, 1000});
+  const std::vector<std::uint32_t> p = partition_nodes(t, incast, 4);
+  EXPECT_EQ(p[0], 0u);
+  for (std::uint32_t h = 1; h < 16; ++h) EXPECT_EQ(p[h], 1 + (h - 1) / 5) << h;  // 5 senders each
+  // All-to-all among hosts 8-15: hosts 0-7 have nothing to do and do not count.
+  ConnMatrix late = make_all_to_all(8, 1000);
+  for (ConnSpec& c : late.conns) {
+    c.src += 8;
+    c.dst += 8;
+  }
+  late.nodes = 16;
+  const std::vector<std::uint32_t> q = partition_nodes(t, late, 2);
+  for (std::uint32_t h = 0; h < 16; ++h) EXPECT_EQ(q[h], h < 12 ? 0u : 1u) << h;
+  // Host 0 sends 3 units, hosts 1-3 one each: host 0 alone is half.
+  ConnMatrix sized;
+  sized.nodes = 16;
+  sized.conns = {ConnSpec{0, 8, 1, 0, 3000}, ConnSpec{1, 9, 2, 0, 1000}, ConnSpec{2, 10, 3, 0, 1000},
+                 ConnSpec{3, 11, 4, 0, 1000}};
+  const std::vector<std::uint32_t> r = partition_nodes(t, sized, 2);
+  EXPECT_EQ(r[0], 0u);
+  EXPECT_EQ(r[1], 0u);  // 3 of 12 units placed, then host 1: partition 0 holds 4 < 6
+  EXPECT_EQ(r[2], 0u);  // 4, then host 2 (5)
+  EXPECT_EQ(r[3], 0u);  // 5 < 6: still 0, then host 3 (6)
+  EXPECT_EQ(r[4], 1u);  // 6 >= 6: the next partition
+}
+
+// A switch with less than 3/4 of the load below it in one partition is shared out round robin: a
+// pod split down the middle, and on a multi-plane Clos with fewer planes than partitions the
+// spines (every leaf below each). Leaves always go with their first host.
+TEST(SimPartition, SwitchesWithoutAClearMajorityGoRoundRobin) {
+  const Topology t = fat4();
+  const std::vector<std::uint32_t> p = partition_nodes(t, make_all_to_all(4, 1000), 2);  // pod 0 only
+  for (std::uint32_t h = 0; h < 4; ++h) EXPECT_EQ(p[h], h < 2 ? 0u : 1u) << h;
+  std::uint32_t pod0_aggs = 0;
+  for (const TopoLink& l : t.links) {
+    if (l.tier != 1) continue;
+    const std::uint32_t leaf = t.nodes[l.a].tier == 1 ? l.a : l.b, agg = leaf == l.a ? l.b : l.a;
+    if (leaf != t.links[t.host_link(0, 0)].b) continue;  // the aggregation switches above host 0's leaf
+    EXPECT_EQ(p[agg], t.nodes[agg].index % 2u) << agg;
+    ++pod0_aggs;
+  }
+  EXPECT_EQ(pod0_aggs, 2u);
+  const Topology c = clos(8, 2);  // 2 planes, 4 partitions
+  const std::vector<std::uint32_t> cp = partition_nodes(c, make_permutation(c.hosts, 1000, 1), 4);
+  std::uint32_t spines = 0;
+  for (std::uint32_t n = c.hosts; n < c.num_nodes(); ++n) {
+    if (c.nodes[n].tier != 2) continue;
+    EXPECT_EQ(cp[n], c.nodes[n].index % 4u) << n;
+    ++spines;
+  }
+  EXPECT_GT(spines, 0u);
+  std::vector<bool> seen(c.num_nodes(), false);
+  for (std::uint32_t h = 0; h < c.hosts; ++h)
+    for (std::uint32_t pl = 0; pl < 2; ++pl) {
+      const std::uint32_t leaf = c.links[c.host_link(h, pl)].b;
+      if (seen[leaf]) continue;
+      seen[leaf] = true;
+      EXPECT_EQ(cp[leaf], cp[h]) << leaf;
+    }
+}
+
 TEST(SimPartition, DependentStartsWhereItsDependencyArrives) {
   const Topology t = fat4();
   ConnMatrix m;
