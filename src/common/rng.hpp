@@ -47,4 +47,19 @@ class Rng {
   std::uint64_t s_[4];
 };
 
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014) as a
+/// generator of its own: one 64-bit word of state, for the many small independent streams (one per
+/// fabric port) where Rng's 32 bytes each would not fit next to the data they serve.
+class SplitMix {
+ public:
+  explicit SplitMix(std::uint64_t seed = 0) : s_(seed) {}
+  std::uint64_t next() { return mix64(s_ += 0x9e3779b97f4a7c15ULL); }
+  /// Uniform double in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  bool chance(double p) { return p > 0.0 && uniform() < p; }
+
+ private:
+  std::uint64_t s_;
+};
+
 }  // namespace mrc

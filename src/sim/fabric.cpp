@@ -100,6 +100,9 @@ struct alignas(64) Fabric::Port {
   // -- line 3
   std::uint32_t pfc_ctr = 0;  ///< as an ingress: PAUSE/RESUME frames sent (their key)
   double rate_bps = 0;
+  /// The coin flips of this egress port (ECN marks, gray loss), seeded from FabricConfig::seed and
+  /// gid: no other port's draws, and no order of events across ports, change its outcomes (D67).
+  SplitMix rng;
   std::uint64_t pfc_in = 0;
 };
 
@@ -248,9 +251,6 @@ Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
   salt_.resize(topo_.nodes.size());
   Rng salts(cfg_.seed);
   for (auto& s : salt_) s = salts.next();
-  node_rng_.reserve(topo_.nodes.size());
-  for (std::uint64_t n = 0; n < topo_.nodes.size(); ++n)
-    node_rng_.emplace_back(mix64(cfg_.seed ^ mix64(n + 0x6a09e667f3bcc909ULL)));
   hosts_.resize(nhosts_);
   index_leaves();
   build_fib();
@@ -287,6 +287,7 @@ void Fabric::init_ports() {
     p.to_host = to < nhosts_;
     set_rate(p, l.rate_bps);
     p.latency_ps = l.latency * 1000;
+    p.rng = SplitMix(mix64(cfg_.seed ^ mix64(g + 0x6a09e667f3bcc909ULL)));
     p.remote = !all && part_[from] == self_ && part_[to] != self_;
   }
   ports_.swap(ports);
@@ -732,6 +733,7 @@ bool Fabric::step_ps(Time lim_ps) {
 // the two lines of its record a hop reads of the port of the event after next; then, for the next
 // event, whose port was fetched one step ago, its packet and the port that packet will be queued at.
 void Fabric::prefetch_ahead() {
+  static_assert(sizeof(Port) == 192, "a port is three cache lines");
   static_assert(offsetof(Port, head_out) == 64 && offsetof(Port, ctr) + 32 == 128,
                 "a port's per-hop state is its first two lines");
   const QueuedEvent& n = events_.top();
@@ -1049,7 +1051,7 @@ void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
   pt.ctr.tx_bytes += wire_bytes(p);
   ++stats_.hops;
   // Lost on this link (down, or a gray failure's coin flip): dropped when it would arrive.
-  p.lost = !pt.up ? 1 : (pt.loss > 0 && node_rng_[pt.from].chance(pt.loss)) ? 2 : 0;
+  p.lost = !pt.up ? 1 : (pt.loss > 0 && pt.rng.chance(pt.loss)) ? 2 : 0;
   // A link is FIFO (constant latency, serialisation in order): packets on it wait in a list and
   // only the head has an event, so the event queue holds O(busy links), not O(packets in flight).
   p.arrive_ps = pt.busy_until + pt.latency_ps;
@@ -1124,7 +1126,7 @@ void Fabric::on_port_free(std::uint32_t port) {
       if (!mark) {
         const double prob =
             static_cast<double>(pt.data_bytes - q.ecn_kmin) / static_cast<double>(q.ecn_kmax - q.ecn_kmin);
-        mark = node_rng_[pt.from].chance(prob);
+        mark = pt.rng.chance(prob);
       }
       if (mark && !p.ecn_ce) {
         p.ecn_ce = true;

@@ -47,13 +47,13 @@
 // down). A link coming back up is used again after the same delay.
 //
 // Determinism: all randomness comes from FabricConfig::seed: the ECMP salts, and one generator per
-// node for its coin flips (ECN marks and gray loss at its egress ports), so a node's draws do not
-// depend on what other nodes do. Events of the same picosecond run in the order of a key that
-// depends only on the event itself, never on when it was pushed: (class, object, counter of that
-// object) with the classes, first to last, connection starts (schedule_call), faults,
-// reconvergences, PFC PAUSE/RESUME (port, the port's PFC counter), arrivals (port), port wake-ups
-// (port) and host timers (host, the host's timer counter). No global state; the per-packet path does
-// not allocate once the packet pool has warmed up.
+// egress port for its coin flips (ECN marks and gray loss, D67), so a port's draws depend neither on
+// what other ports do nor on the order in which ports are served. Events of the same picosecond run in the
+// order of a key that depends only on the event itself, never on when it was pushed: (class, object, counter
+// of that object) with the classes, first to last, connection starts (schedule_call), faults, reconvergences,
+// PFC PAUSE/RESUME (port, the port's PFC counter), arrivals (port), port wake-ups (port) and host timers
+// (host, the host's timer counter). No global state; the per-packet path does not allocate once the packet
+// pool has warmed up.
 //
 // Partitions (parallel runs, D55). set_partition() makes this Fabric one partition of a network
 // split over several Fabrics (one per thread, of every rank), each running only the events of its
@@ -377,7 +377,6 @@ class Fabric {
   /// 256 KB): Port::ps_per_byte holds up to it.
   std::uint64_t fast_wire_max_ = 0;
   std::vector<std::pair<double, std::uint64_t>> ps_per_byte_memo_;  ///< (rate, Port::ps_per_byte)
-  std::vector<Rng> node_rng_;  ///< per node: its coin flips (ECN, gray loss)
   Time now_ps_ = 0;
   EventQueue events_;
   /// The ports we hold (partitioned: those from or to our nodes), in global order; every port id

@@ -126,12 +126,12 @@ TEST(SimGolden, Perm128) {
   const RunResult r = run_matrix(t, m, rc);
   ASSERT_EQ(r.finished, 128u);
   EXPECT_DOUBLE_EQ(r.fct_min, 25.812);
-  EXPECT_DOUBLE_EQ(r.fct_p50, 41.888);
+  EXPECT_DOUBLE_EQ(r.fct_p50, 41.898);
   EXPECT_DOUBLE_EQ(r.fct_p99, 47.214);
   EXPECT_DOUBLE_EQ(r.fct_max, 47.967);
-  EXPECT_EQ(r.net.events, 104905u);
+  EXPECT_EQ(r.net.events, 105051u);
   EXPECT_EQ(r.tx_data, 128u * 64u);
-  EXPECT_EQ(r.flows[0].finish, 46305u);
+  EXPECT_EQ(r.flows[0].finish, 46313u);
   EXPECT_EQ(r.flows[127].finish, 42875u);
   // The same run on 2 threads (2 partitions of the fat tree, D55): the same events and finishes.
   rc.threads = 2;
