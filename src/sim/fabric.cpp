@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "sim/node_timer.hpp"
+#include "sim/partition.hpp"
 #include "sim/roce.hpp"
 #include "wire/packet.hpp"
 
@@ -91,6 +92,11 @@ struct alignas(64) Fabric::Port {
   bool from_host = false, to_host = false;
   bool wake_pending = false;
   bool up = true;
+  /// Dequeues lazily (FabricConfig::lazy_ports; a switch port, no PFC):
+  /// its wake-up comes a link latency after the next dequeue is due and catches up on every dequeue
+  /// due by then; an arrival catches up on those due before it first. Invariant: a packet queued
+  /// here means a wake-up pending (possibly early: it then catches up on nothing and re-arms).
+  bool lazy = false;
   // PFC. As an ingress: bytes that came over this port and are queued in switch `to`, and whether
   // `to` has paused us. As an egress: whether we are paused (takes effect a link latency later).
   bool xoff = false, paused = false;
@@ -247,6 +253,7 @@ Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
   control_cap_ = cfg_.queue.control_bytes > 0 ? cfg_.queue.control_bytes : 2 * cfg_.queue.data_bytes;
   link_up_.assign(topo_.links.size(), 1);
   if (!part_of_node.empty()) assign_partition(part_of_node, self, parts);
+  grid_ps_ = lookahead_ps(topo_);
   init_ports();
   salt_.resize(topo_.nodes.size());
   Rng salts(cfg_.seed);
@@ -289,6 +296,7 @@ void Fabric::init_ports() {
     p.latency_ps = l.latency * 1000;
     p.rng = SplitMix(mix64(cfg_.seed ^ mix64(g + 0x6a09e667f3bcc909ULL)));
     p.remote = !all && part_[from] == self_ && part_[to] != self_;
+    p.lazy = cfg_.lazy_ports && grid_ps_ > 0 && !cfg_.queue.pfc && !p.from_host;
   }
   ports_.swap(ports);
   g2l_.swap(g2l);
@@ -512,6 +520,7 @@ void Fabric::apply_fault(const LinkFault& f) {
     const std::uint32_t port = local_port(2 * f.link + dir);
     if (port == kNone) continue;  // neither end is ours
     Port& pt = ports_[port];
+    if (pt.lazy && now_ps_ > 0) catch_up(port, now_ps_ - 1);  // a fault of this instant comes first
     switch (f.kind) {
       case LinkFaultKind::kDown:
         pt.up = false;
@@ -543,6 +552,7 @@ void Fabric::apply_fault(const LinkFault& f) {
 }
 
 void Fabric::reconverge() {
+  settle_ports(now_ps_);  // what left before now chose its next hop on the old FIB
   build_fib();
   if (primary_) ++stats_.reconvergences;
   // Packets on the wire carry their next switch's choice: make it again with the new FIB. (Those
@@ -648,7 +658,28 @@ void Fabric::on_resume(std::uint32_t port) {
 void Fabric::wake(std::uint32_t port) {
   Port& pt = ports_[port];
   pt.wake_pending = true;
-  events_.push_keyed(pt.busy_until, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
+  // A lazy port wakes at the end of the grid interval (the smallest link latency) in which its next
+  // dequeue is due: what it sends then still reaches the far end in the future (serialisation +
+  // latency after the dequeue), and a window of the runner (which ends on the grid, or at a sample)
+  // has caught up on every dequeue due in it by its end, which keeps the next window's start the
+  // same as without laziness (D68).
+  const Time at = pt.lazy ? (pt.busy_until / grid_ps_ + 1) * grid_ps_ - 1 : pt.busy_until;
+  events_.push_keyed(at, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
+}
+
+void Fabric::catch_up(std::uint32_t port, Time limit_ps) {
+  Port& pt = ports_[port];
+  while (pt.busy_until <= limit_ps && dequeue(port, pt.busy_until)) {
+  }
+}
+
+void Fabric::catch_up_all(Time limit_ps) {
+  for (std::uint32_t port = 0; port < ports_.size(); ++port)
+    if (ports_[port].lazy) catch_up(port, limit_ps);
+}
+
+void Fabric::settle_ports(Time end_ps) {
+  if (end_ps > 0) catch_up_all(end_ps - 1);
 }
 
 // --- packet pool -------------------------------------------------------------------------------------
@@ -696,6 +727,8 @@ bool Fabric::step_ps(Time lim_ps) {
   QueuedEvent e;
   if (!events_.pop_due(lim_ps, e)) return false;
   now_ps_ = e.time;
+  // (A port's wake-up counts by what it does, on_port_free: a lazy one dequeues earlier packets.)
+  if (e.kind != kPortFree) last_ps_ = e.time;
   if (!events_.empty()) prefetch_ahead();
   if (primary_ || (e.kind != kFault && e.kind != kReconverge)) ++stats_.events;
   switch (e.kind) {
@@ -765,6 +798,8 @@ void Fabric::prefetch_ahead() {
 void Fabric::run_until(Time t) {
   while (step(t)) {
   }
+  const Time limit_ps = t >= kNever / 1000 ? kNever : t * 1000 + 999;
+  catch_up_all(limit_ps);
   if (now() < t) now_ps_ = t * 1000;  // now() == t afterwards
 }
 
@@ -1009,7 +1044,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   p.trimmable = hosts_[host].roce == nullptr;
   ++stats_.sent;
   const std::uint32_t port = host_port_[host * planes_ + tx.port];
-  start_tx(port, idx);
+  start_tx(port, idx, now_ps_);
   Port& pt = ports_[port];
   if (!pt.wake_pending) wake(port);  // re-poll the endpoint when the port frees up
 }
@@ -1037,11 +1072,11 @@ void Fabric::on_timer_event(std::uint32_t host, std::uint64_t seq) {
 
 // --- links and switches --------------------------------------------------------------------------------
 
-void Fabric::start_tx(std::uint32_t port, std::uint32_t idx) {
+void Fabric::start_tx(std::uint32_t port, std::uint32_t idx, Time at_ps) {
   Port& pt = ports_[port];
   Packet& p = pool_[idx];
   p.port = port;
-  const std::uint64_t start = std::max(pt.busy_until, now_ps_);
+  const std::uint64_t start = std::max(pt.busy_until, at_ps);
   // Usually an integer number of ps per byte (a multiply instead of a division and a ceil).
   const std::uint64_t ser = pt.ps_per_byte != 0 && wire_bytes(p) <= fast_wire_max_
                                 ? wire_bytes(p) * pt.ps_per_byte
@@ -1104,10 +1139,21 @@ void Fabric::on_port_free(std::uint32_t port) {
   Port& pt = ports_[port];
   pt.wake_pending = false;
   if (pt.from_host) {
+    last_ps_ = now_ps_;
     service(pt.from);
     return;
   }
-  if (pt.paused) return;  // on_resume restarts it
+  if (pt.lazy) {
+    catch_up(port, now_ps_);
+  } else {
+    if (pt.paused) return;  // on_resume restarts it
+    dequeue(port, now_ps_);
+  }
+  if (pt.ctrl_head != kNone || pt.data_head != kNone) wake(port);
+}
+
+bool Fabric::dequeue(std::uint32_t port, Time at_ps) {
+  Port& pt = ports_[port];
   std::uint32_t idx = kNone;
   if (pt.ctrl_head != kNone) {
     idx = pt.ctrl_head;
@@ -1135,14 +1181,19 @@ void Fabric::on_port_free(std::uint32_t port) {
       }
     }
   }
-  if (idx == kNone) return;
+  if (idx == kNone) return false;
   if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, wire_bytes(pool_[idx]));
-  start_tx(port, idx);
-  if (pt.ctrl_head != kNone || pt.data_head != kNone) wake(port);
+  start_tx(port, idx, at_ps);
+  last_ps_ = std::max(last_ps_, at_ps);
+  return true;
 }
 
 void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   Port& pt = ports_[port];
+  // What left before this arrival has left (the queue it sees, the order of the coin flips);
+  // what is due at this very instant leaves after it, as a wake-up of this instant would.
+  if (pt.lazy && pt.busy_until < now_ps_) catch_up(port, now_ps_ - 1);
+  const bool was_empty = pt.ctrl_head == kNone && pt.data_head == kNone;
   Packet& p = pool_[idx];
   p.next = kNone;
   if (!pt.up) {  // routing has not converged around the dead link yet: blackholed
@@ -1191,9 +1242,15 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     }
     pt.data_tail = idx;
   }
+  // An idle port sends at once. (A lazy port's wake-up may still be pending from a queue that
+  // its catch-up emptied: it comes early at worst, finds nothing due and re-arms.)
+  if (pt.lazy && was_empty && pt.busy_until <= now_ps_) {
+    dequeue(port, now_ps_);
+    return;
+  }
   if (pt.wake_pending) return;
   if (pt.busy_until <= now_ps_) {
-    on_port_free(port);  // idle port: send now
+    on_port_free(port);  // idle port (unless paused): send now
   } else {
     wake(port);
   }

@@ -29,6 +29,9 @@
 //     (TxPacket::header_len bytes + wire_overhead on the wire) and goes to the control queue,
 //     delivered with RxMeta::trimmed (and trimmed_lasthop if the port leads to a host); with
 //     trimming off it is tail-dropped;
+//   * lazy dequeues (FabricConfig::lazy_ports, D68): a busy port does not have an event per packet;
+//     it catches up on the dequeues due, each at its own time, at the end of the grid interval
+//     (the smallest link latency) they are due in or when something reaches the port first;
 //   * ECN: RED-style CE marking of data packets on dequeue, with probability 0 below ecn_kmin bytes
 //     left in the data FIFO, rising linearly to 1 at ecn_kmax (and above); optionally not on ports
 //     that lead to a host (ecn_last_hop = false).
@@ -118,6 +121,11 @@ struct FabricConfig {
   /// with a zero-filled payload of the right length (large runs: no 4 KB copy or buffer per packet;
   /// the receiver's memory gets zeros, which is fine when nobody checks the data and ICRC is off).
   bool carry_payload = true;
+  /// Switch egress ports catch up on their dequeues in batches (D68): a busy port has one wake-up
+  /// event per link latency instead of one per packet, with the same results (each dequeue still
+  /// happens at its own time, before anything that could see it). false: one event per dequeue
+  /// (the reference the tests compare against). Never with PFC or on host ports.
+  bool lazy_ports = true;
   std::uint64_t seed = 1;  ///< ECMP salts and ECN coin flips
   /// ECMP reconvergence: this long (ns) after a link goes down or up, every FIB is rebuilt from the
   /// links that are up. Until then packets hashed onto a dead link are dropped (blackholed).
@@ -249,6 +257,10 @@ class Fabric {
 
   // --- running --------------------------------------------------------------------------------
   Time now() const { return now_ps_ / 1000; }
+  /// Time (ns) of the last thing that happened: an event, or a packet leaving a switch queue (which
+  /// a lazy port does in its wake-up, at the time it was due). Unlike now(), the same with lazy
+  /// ports or without.
+  Time last_event() const { return last_ps_ / 1000; }
   Time now_ps() const { return now_ps_; }
   void kick(std::uint32_t host);
   /// Processes the earliest event if it is due at or before `limit` (ns); false if none.
@@ -261,6 +273,10 @@ class Fabric {
   /// No packet in this Fabric and no host deadline (partitioned: this partition's only, outboxes
   /// not counted).
   bool idle() const;
+  /// Lazy switch ports (FabricConfig::lazy_ports) perform the dequeues due before `end_ps`, so that
+  /// queues and counters are those of a fabric that ran every event before it: a driver that ran
+  /// run_window(end_ps) calls this before reading them at the end (run_until does it itself).
+  void settle_ports(Time end_ps);
 
   // --- routing introspection --------------------------------------------------------------------
   /// The egress ports (directed links) a packet from src to dst with this EV leaving on NIC port
@@ -344,7 +360,15 @@ class Fabric {
   void service(std::uint32_t host);
   void inject(std::uint32_t host, const engine::TxPacket& tx);
   void enqueue(std::uint32_t port, std::uint32_t idx);
-  void start_tx(std::uint32_t port, std::uint32_t idx);
+  /// Starts serialising packet idx on `port` at `at_ps` (or when the port frees up, if later).
+  void start_tx(std::uint32_t port, std::uint32_t idx, Time at_ps);
+  /// Takes the next packet off the port's queues (control first, ECN marking a data packet) and
+  /// starts it at `at_ps`; false if both queues are empty.
+  bool dequeue(std::uint32_t port, Time at_ps);
+  /// A lazy port: performs, each at its own time, the dequeues due at or before `limit_ps`.
+  void catch_up(std::uint32_t port, Time limit_ps);
+  /// The same for every lazy port (before a reconvergence, at the end of a run).
+  void catch_up_all(Time limit_ps);
   void on_wire(std::uint32_t port);
   void on_arrive(std::uint32_t idx);
   void on_port_free(std::uint32_t port);
@@ -373,11 +397,13 @@ class Fabric {
   std::uint32_t nhosts_ = 0, planes_ = 0;  ///< topo_.hosts and topo_.planes (read per packet)
   FabricConfig cfg_;
   std::uint64_t control_cap_ = 0;
+  Time grid_ps_ = 0;  ///< lazy ports wake at the ends of intervals this long (lookahead_ps, D68)
   /// The largest wire size a packet can have (header + 64 KB payload + trailer + overhead, at most
   /// 256 KB): Port::ps_per_byte holds up to it.
   std::uint64_t fast_wire_max_ = 0;
   std::vector<std::pair<double, std::uint64_t>> ps_per_byte_memo_;  ///< (rate, Port::ps_per_byte)
   Time now_ps_ = 0;
+  Time last_ps_ = 0;  ///< last_event() in ps
   EventQueue events_;
   /// The ports we hold (partitioned: those from or to our nodes), in global order; every port id
   /// inside the Fabric (events, packets, groups) is an index here, the global id is Port::gid.

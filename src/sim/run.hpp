@@ -13,7 +13,8 @@
 // every event due before its end. Between windows the runner takes the samples due, reports
 // progress, and ends the run once every connection has completed (so the run ends at the end of the
 // window in which the last one completed), once the limit has passed, or when no event is left.
-// RunResult::end is the time of the last event processed.
+// Windows lie on a grid of that latency from time 0 (a sample cuts one short; D68). RunResult::end is
+// the time of the last event processed (Fabric::last_event).
 #pragma once
 #include <cstdint>
 #include <functional>
