@@ -92,10 +92,10 @@ struct alignas(64) Fabric::Port {
   bool from_host = false, to_host = false;
   bool wake_pending = false;
   bool up = true;
-  /// Dequeues lazily (FabricConfig::lazy_ports; a switch port, no PFC):
-  /// its wake-up comes a link latency after the next dequeue is due and catches up on every dequeue
-  /// due by then; an arrival catches up on those due before it first. Invariant: a packet queued
-  /// here means a wake-up pending (possibly early: it then catches up on nothing and re-arms).
+  /// Dequeues lazily (FabricConfig::lazy_ports; a switch port, no PFC): its wake-up comes at the
+  /// end of the grid interval its next dequeue is due in and catches up on every dequeue due by
+  /// then; an arrival catches up on those due before it first. Invariant: a packet queued here
+  /// means a wake-up pending (possibly early: it then catches up on nothing and re-arms).
   bool lazy = false;
   // PFC. As an ingress: bytes that came over this port and are queued in switch `to`, and whether
   // `to` has paused us. As an egress: whether we are paused (takes effect a link latency later).
@@ -105,6 +105,9 @@ struct alignas(64) Fabric::Port {
   PortCounters ctr;     ///< its first four in line 2, the rest in line 3
   // -- line 3
   std::uint32_t pfc_ctr = 0;  ///< as an ingress: PAUSE/RESUME frames sent (their key)
+  /// A lazy port flushed with packets queued, not sent from since: one dequeuing eagerly would
+  /// still have its wake-up at busy_until, which an arrival of that very instant waits for.
+  bool flushed_busy = false;
   double rate_bps = 0;
   /// The coin flips of this egress port (ECN marks, gray loss), seeded from FabricConfig::seed and
   /// gid: no other port's draws, and no order of events across ports, change its outcomes (D67).
@@ -588,6 +591,7 @@ void Fabric::host_link_changed(std::uint32_t link, bool up) {
 // A link went down: everything queued at this egress and everything on its wire is lost.
 void Fabric::flush(std::uint32_t port) {
   Port& pt = ports_[port];
+  if (pt.lazy && (pt.ctrl_head != kNone || pt.data_head != kNone)) pt.flushed_busy = true;
   for (std::uint32_t* head : {&pt.ctrl_head, &pt.data_head}) {
     while (*head != kNone) {
       const std::uint32_t idx = *head;
@@ -660,9 +664,9 @@ void Fabric::wake(std::uint32_t port) {
   pt.wake_pending = true;
   // A lazy port wakes at the end of the grid interval (the smallest link latency) in which its next
   // dequeue is due: what it sends then still reaches the far end in the future (serialisation +
-  // latency after the dequeue), and a window of the runner (which ends on the grid, or at a sample)
-  // has caught up on every dequeue due in it by its end, which keeps the next window's start the
-  // same as without laziness (D68).
+  // latency after the dequeue), at or after that grid line (so at or after the end of the window
+  // it is sent in, as a message to another partition must), and the runner's windows, which start
+  // on grid lines unless a sample cut one short, start where they would without laziness (D68).
   const Time at = pt.lazy ? (pt.busy_until / grid_ps_ + 1) * grid_ps_ - 1 : pt.busy_until;
   events_.push_keyed(at, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
 }
@@ -800,6 +804,8 @@ void Fabric::run_until(Time t) {
   }
   const Time limit_ps = t >= kNever / 1000 ? kNever : t * 1000 + 999;
   catch_up_all(limit_ps);
+  // The clock where one event per dequeue would have left it (not at a lazy wake-up's time).
+  now_ps_ = last_ps_;
   if (now() < t) now_ps_ = t * 1000;  // now() == t afterwards
 }
 
@@ -1185,6 +1191,7 @@ bool Fabric::dequeue(std::uint32_t port, Time at_ps) {
   if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, wire_bytes(pool_[idx]));
   start_tx(port, idx, at_ps);
   last_ps_ = std::max(last_ps_, at_ps);
+  pt.flushed_busy = false;
   return true;
 }
 
@@ -1244,7 +1251,8 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   }
   // An idle port sends at once. (A lazy port's wake-up may still be pending from a queue that
   // its catch-up emptied: it comes early at worst, finds nothing due and re-arms.)
-  if (pt.lazy && was_empty && pt.busy_until <= now_ps_) {
+  if (pt.lazy && was_empty && pt.busy_until <= now_ps_ &&
+      !(pt.flushed_busy && pt.busy_until == now_ps_)) {  // (else: its wake-up sends it)
     dequeue(port, now_ps_);
     return;
   }

@@ -382,7 +382,8 @@ class Fabric {
   void reschedule_timer(std::uint32_t host);
   void deliver(std::uint32_t idx);
   void drop(std::uint32_t port, std::uint32_t idx, FabricDrop why);
-  /// Schedules a kPortFree of `port` at its busy_until.
+  /// Schedules a kPortFree of `port` at its busy_until (a lazy port: at the end of that time's
+  /// grid interval).
   void wake(std::uint32_t port);
   /// Pushes a PAUSE or RESUME for `port` (an egress port whose sender may be in another partition).
   void push_pfc(Time at_ps, Kind kind, std::uint32_t port);

@@ -638,12 +638,12 @@ class Runner {
       barrier.wait();
     }
     for (std::thread& t : pool) t.join();
-    // The last window's messages, into their queues (the state a run ends in does not depend on
-    // the partitioning: their packets are in the pools).
+    // The last window's messages, into their queues (their packets are in the pools).
     if (parts_ > 1 && !failed_.load())
       for (std::uint32_t tid = 0; tid < threads_; ++tid) work(tid, false);
     // Lazy switch ports catch up on what was due in the last window (D68): the counters are then
-    // those of every event before its end.
+    // those of every event before its end. (What they send another partition stays in an outbox:
+    // the pools' sizes, not reported as results, depend on the partitioning.)
     if (!failed_.load())
       for (Fabric* net : owned_nets()) net->settle_ports(window_end_);
     if (!per_window_cpu_) window_cpu_ns_[0] += thread_cpu_ns() - loop_t0;

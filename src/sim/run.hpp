@@ -134,7 +134,7 @@ struct RunResult {
   Duration base_rtt = 0;  ///< ns, used for NSCC
   std::uint32_t mtu_wire = 0, ack_wire = 0;
   cc::NsccConfig nscc;
-  Time end = 0;  ///< simulated time when the run stopped (ns)
+  Time end = 0;  ///< simulated time of the run's last event or dequeue (ns; Fabric::last_event)
   double wall_s = 0, events_per_s = 0;
   long peak_rss_kb = 0;
   /// MRC: bytes held per QP (engine::Qp::memory_bytes): the mean over every QP once all are
