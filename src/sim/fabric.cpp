@@ -1319,6 +1319,20 @@ void Fabric::deliver(std::uint32_t idx) {
   service(dst);
 }
 
+void Fabric::test_arrival(std::uint32_t port, std::uint32_t in_port, std::uint32_t dst, std::uint32_t wire,
+                          bool control) {
+  const std::uint32_t idx = alloc_packet();
+  Packet& p = pool_[idx];
+  p = Packet{};
+  p.len = wire - cfg_.wire_overhead;
+  p.header_len = 64;
+  p.payload_len = static_cast<std::uint16_t>(p.len - 64);
+  p.tc = control ? engine::TrafficClass::kControl : engine::TrafficClass::kData;
+  p.dst = dst;
+  p.port = in_port;
+  enqueue(port, idx);
+}
+
 void Fabric::drop(std::uint32_t port, std::uint32_t idx, FabricDrop why) {
   ++ports_[port].ctr.drops;
   ++stats_.drops[static_cast<int>(why)];

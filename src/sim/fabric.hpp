@@ -100,6 +100,7 @@
 namespace mrc::sim {
 
 class RoceNic;
+struct FabricTestAccess;  ///< tests/sim/lazy_ports_test.cpp: packets placed at a port directly
 
 struct QueueConfig {
   std::uint64_t data_bytes = 178450;  ///< data FIFO capacity (htsim default: 43 x 4150 B)
@@ -189,6 +190,8 @@ struct PortCounters {
 };
 
 class Fabric {
+  friend struct FabricTestAccess;
+
  public:
   /// Keeps its own copy of `topo`.
   Fabric(const Topology& topo, const FabricConfig& cfg);
@@ -392,6 +395,10 @@ class Fabric {
   void append_to_wire(std::uint32_t port, std::uint32_t idx, std::uint64_t key);
   /// Queues one message from another partition (its packet's bytes at bytes + m.bytes_at).
   void take_message(const Msg& m, const std::uint8_t* bytes);
+  /// For tests (FabricTestAccess): a packet of `wire` bytes on the wire, of no host's, reaching
+  /// egress `port` now as if over `in_port` (enqueue, as an arrival would).
+  void test_arrival(std::uint32_t port, std::uint32_t in_port, std::uint32_t dst, std::uint32_t wire,
+                    bool control);
 
   std::shared_ptr<const Topology> shared_topo_;
   const Topology& topo_;                   ///< *shared_topo_
