@@ -300,8 +300,9 @@ TEST(SimPartition, HoldsItsOwnPortsAndFibRowsOnly) {
   EXPECT_GT(unknown, 0u);
 }
 
-TEST(SimParallel, PermutationWithFaultsAndReconvergence) {
-  const Topology t = fat4();
+// On fat4: a leaf uplink down at 8 us and up at 30 us (reconvergence 10 us later each), gray loss
+// on another uplink, a third slowed to 25 Gb/s from `slow_at`.
+RunConfig faulty_fat4(const Topology& t, Time slow_at) {
   RunConfig rc;
   rc.evs_per_plane = 16;
   rc.limit = 20_ms;
@@ -311,7 +312,13 @@ TEST(SimParallel, PermutationWithFaultsAndReconvergence) {
   rc.faults.push_back(LinkFault{8_us, uplink, LinkFaultKind::kDown, 0});
   rc.faults.push_back(LinkFault{30_us, uplink, LinkFaultKind::kUp, 0});
   rc.faults.push_back(LinkFault{0, uplink + 3, LinkFaultKind::kLoss, 0.02});
-  rc.faults.push_back(LinkFault{0, uplink + 5, LinkFaultKind::kRate, 25e9});
+  rc.faults.push_back(LinkFault{slow_at, uplink + 5, LinkFaultKind::kRate, 25e9});
+  return rc;
+}
+
+TEST(SimParallel, PermutationWithFaultsAndReconvergence) {
+  const Topology t = fat4();
+  const RunConfig rc = faulty_fat4(t, 0);
   const RunResult r = expect_partition_independent(t, make_permutation(16, 300000, 3), rc);
   EXPECT_GT(r.net.drops_by(FabricDrop::kLinkDown), 0u);
   EXPECT_GT(r.net.drops_by(FabricDrop::kGrayLoss), 0u);
@@ -401,16 +408,7 @@ TEST(SimLazyPorts, SameResultsAsOneEventPerDequeue) {
     return e;
   };
   const Topology t = fat4();
-  RunConfig rc;
-  rc.evs_per_plane = 16;
-  rc.limit = 20_ms;
-  rc.fabric.reconverge_delay = 10_us;
-  std::uint32_t uplink = 0;
-  while (t.links[uplink].tier != 1) ++uplink;
-  rc.faults.push_back(LinkFault{8_us, uplink, LinkFaultKind::kDown, 0});
-  rc.faults.push_back(LinkFault{30_us, uplink, LinkFaultKind::kUp, 0});
-  rc.faults.push_back(LinkFault{0, uplink + 3, LinkFaultKind::kLoss, 0.02});
-  rc.faults.push_back(LinkFault{12_us, uplink + 5, LinkFaultKind::kRate, 25e9});
+  const RunConfig rc = faulty_fat4(t, 12_us);
   {
     SCOPED_TRACE("permutation with faults");
     const RunResult e = check(t, make_permutation(16, 300000, 3), rc);
