@@ -11,12 +11,34 @@ constexpr std::uint64_t mix64(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/// A uniform double in [0, 1) from a 64-bit draw (its top 53 bits).
+constexpr double unit_interval(std::uint64_t bits) {
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014):
+/// one 64-bit word of state. Rng's seeder, and a generator of its own for the many small
+/// independent streams (one per fabric port) where Rng's 32 bytes each would not fit next to the
+/// data they serve.
+class SplitMix {
+ public:
+  explicit SplitMix(std::uint64_t seed = 0) : s_(seed) {}
+  std::uint64_t next() { return mix64(s_ += 0x9e3779b97f4a7c15ULL); }
+  /// Uniform double in [0, 1).
+  double uniform() { return unit_interval(next()); }
+  bool chance(double p) { return p > 0.0 && uniform() < p; }
+
+ private:
+  std::uint64_t s_;
+};
+
 class Rng {
  public:
   explicit Rng(std::uint64_t seed = 1) { reseed(seed); }
 
   void reseed(std::uint64_t seed) {
-    for (auto& w : s_) w = splitmix(seed);
+    SplitMix seeder(seed);
+    for (auto& w : s_) w = seeder.next();
   }
 
   std::uint64_t next() {
@@ -37,29 +59,13 @@ class Rng {
   }
 
   /// Uniform double in [0, 1).
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double uniform() { return unit_interval(next()); }
 
   bool chance(double p) { return p > 0.0 && uniform() < p; }
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static std::uint64_t splitmix(std::uint64_t& x) { return mix64(x += 0x9e3779b97f4a7c15ULL); }
   std::uint64_t s_[4];
-};
-
-/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014) as a
-/// generator of its own: one 64-bit word of state, for the many small independent streams (one per
-/// fabric port) where Rng's 32 bytes each would not fit next to the data they serve.
-class SplitMix {
- public:
-  explicit SplitMix(std::uint64_t seed = 0) : s_(seed) {}
-  std::uint64_t next() { return mix64(s_ += 0x9e3779b97f4a7c15ULL); }
-  /// Uniform double in [0, 1).
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  bool chance(double p) { return p > 0.0 && uniform() < p; }
-
- private:
-  std::uint64_t s_;
 };
 
 }  // namespace mrc

@@ -105,9 +105,6 @@ struct alignas(64) Fabric::Port {
   PortCounters ctr;     ///< its first four in line 2, the rest in line 3
   // -- line 3
   std::uint32_t pfc_ctr = 0;  ///< as an ingress: PAUSE/RESUME frames sent (their key)
-  /// A lazy port flushed with packets queued, not sent from since: one dequeuing eagerly would
-  /// still have its wake-up at busy_until, which an arrival of that very instant waits for.
-  bool flushed_busy = false;
   double rate_bps = 0;
   /// The coin flips of this egress port (ECN marks, gray loss), seeded from FabricConfig::seed and
   /// gid: no other port's draws, and no order of events across ports, change its outcomes (D67).
@@ -591,7 +588,10 @@ void Fabric::host_link_changed(std::uint32_t link, bool up) {
 // A link went down: everything queued at this egress and everything on its wire is lost.
 void Fabric::flush(std::uint32_t port) {
   Port& pt = ports_[port];
-  if (pt.lazy && (pt.ctrl_head != kNone || pt.data_head != kNone)) pt.flushed_busy = true;
+  if (pt.lazy && (pt.ctrl_head != kNone || pt.data_head != kNone)) {
+    if (flushed_until_.empty()) flushed_until_.assign(ports_.size(), kNever);
+    flushed_until_[port] = pt.busy_until;
+  }
   for (std::uint32_t* head : {&pt.ctrl_head, &pt.data_head}) {
     while (*head != kNone) {
       const std::uint32_t idx = *head;
@@ -675,6 +675,10 @@ void Fabric::catch_up(std::uint32_t port, Time limit_ps) {
   Port& pt = ports_[port];
   while (pt.busy_until <= limit_ps && dequeue(port, pt.busy_until)) {
   }
+}
+
+bool Fabric::flushed_at_tie(std::uint32_t port) const {
+  return !flushed_until_.empty() && flushed_until_[port] == ports_[port].busy_until;
 }
 
 void Fabric::catch_up_all(Time limit_ps) {
@@ -1191,7 +1195,6 @@ bool Fabric::dequeue(std::uint32_t port, Time at_ps) {
   if (cfg_.queue.pfc) pfc_dequeued(pool_[idx].port, wire_bytes(pool_[idx]));
   start_tx(port, idx, at_ps);
   last_ps_ = std::max(last_ps_, at_ps);
-  pt.flushed_busy = false;
   return true;
 }
 
@@ -1252,7 +1255,7 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   // An idle port sends at once. (A lazy port's wake-up may still be pending from a queue that
   // its catch-up emptied: it comes early at worst, finds nothing due and re-arms.)
   if (pt.lazy && was_empty && pt.busy_until <= now_ps_ &&
-      !(pt.flushed_busy && pt.busy_until == now_ps_)) {  // (else: its wake-up sends it)
+      !(pt.busy_until == now_ps_ && flushed_at_tie(port))) {  // (else: its wake-up sends it)
     dequeue(port, now_ps_);
     return;
   }

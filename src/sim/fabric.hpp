@@ -372,6 +372,10 @@ class Fabric {
   void catch_up(std::uint32_t port, Time limit_ps);
   /// The same for every lazy port (before a reconvergence, at the end of a run).
   void catch_up_all(Time limit_ps);
+  /// A lazy port flushed with packets queued and not sent from since (its busy_until is still the
+  /// one of the flush): one dequeuing eagerly would still have its wake-up at busy_until, which an
+  /// arrival of that very instant waits for.
+  bool flushed_at_tie(std::uint32_t port) const;
   void on_wire(std::uint32_t port);
   void on_arrive(std::uint32_t idx);
   void on_port_free(std::uint32_t port);
@@ -412,6 +416,10 @@ class Fabric {
   std::vector<std::pair<double, std::uint64_t>> ps_per_byte_memo_;  ///< (rate, Port::ps_per_byte)
   Time now_ps_ = 0;
   Time last_ps_ = 0;  ///< last_event() in ps
+  /// Per port: busy_until when a link failure flushed its queue (kNever: never; empty until the
+  /// first such flush). Read only when an arrival comes exactly at busy_until (flushed_at_tie), so
+  /// no dequeue has to clear it: each moves busy_until on.
+  std::vector<Time> flushed_until_;
   EventQueue events_;
   /// The ports we hold (partitioned: those from or to our nodes), in global order; every port id
   /// inside the Fabric (events, packets, groups) is an index here, the global id is Port::gid.
