@@ -280,6 +280,9 @@ void Requester::mark_lost(std::uint32_t psn, LossCause cause, Time now) {
   if (!(r.flags & kInFlight) || (r.flags & kSacked)) return;
   sent_.mark_lost(psn);
   r.lost_cause = static_cast<std::uint8_t>(cause);
+  // A transmission a fatal NAK answered, given up by loss detection: one refusal (D39).
+  if (fatal_answered_ && psn == fatal_psn_ && cause != LossCause::kNack && cause != LossCause::kPort)
+    on_fatal_loss(now);
   const std::uint32_t bytes = r.len + kPktOverhead;
   switch (cause) {
     case LossCause::kNack:
@@ -317,6 +320,9 @@ void Requester::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest
   TxRec& r = rec(psn);
   if (!(r.flags & kValid) || (r.flags & kSacked)) return;
   r.flags |= kSacked;
+  if (fatal_pending_ && psn == fatal_psn_) {  // the responder has it: the fatal NAKs were not its view
+    fatal_pending_ = fatal_answered_ = false;
+  }
   if (r.flags & kInFlight) {
     sent_.remove(psn);
     r.flags &= static_cast<std::uint8_t>(~kInFlight);
@@ -640,18 +646,17 @@ void Requester::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
     ++ctr_.rx_fatal_nak_dismissed;
     return;
   }
-  if (fatal_pending_ && (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked))) {
-    fatal_pending_ = false;  // the held NAK's packet was acknowledged since: it was not ours
-    fatal_fail_at_ = kNever;
-  }
   if (fatal_pending_ && psn == fatal_psn_ && r.tx_count > fatal_tx_) {
-    // A NAK answering our retransmission. It fails the QP only if that retransmission is still not
-    // acknowledged a few round trips later (check_fatal_nak): a forged write or NAK hitting the same
-    // PSN again cannot stop the responder from SACKing the real packet, which dismisses them all.
-    if (fatal_fail_at_ == kNever) {
-      fatal_fail_at_ = now + 4 * std::max(rtt_.srtt(), rtt_.base());
-      fatal_status_ = st;
-    }
+    // A NAK answering a later transmission. It counts only once loss detection (RACK, the tail
+    // probe, the RTO) gives that transmission up too (mark_lost): silence alone, a responder
+    // busy with a flood say, is no evidence, and its SACK of the real packet dismisses it all.
+    if (!(r.flags & kInFlight)) return;  // that transmission was given up already: wait for the next
+    fatal_tx_ = r.tx_count;
+    fatal_answered_ = true;
+    fatal_status_ = st;
+    // Without a later packet to expose it (RACK) the tail probe could take long: a round trip and
+    // a reorder window, then check_fatal_nak gives the transmission up itself.
+    fatal_fail_at_ = std::min(fatal_fail_at_, now + std::max(rtt_.srtt(), rtt_.base()) + reorder_window());
     return;
   }
   if (fatal_pending_) {  // a copy of the held NAK, or another PSN while one is being confirmed
@@ -661,9 +666,11 @@ void Requester::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
   // First fatal NAK for this PSN: resend the packet (it asks for an ACK) and wait for the answer.
   ++ctr_.rx_fatal_nak_held;
   fatal_pending_ = true;
+  fatal_answered_ = false;
+  fatal_refusals_ = 0;
   fatal_psn_ = psn;
   fatal_tx_ = r.tx_count;
-  fatal_fail_at_ = kNever;
+  fatal_status_ = st;
   if (r.flags & kInFlight) {
     const std::uint32_t bytes = r.len + kPktOverhead;
     mark_lost(psn, LossCause::kNack, now);
@@ -672,17 +679,30 @@ void Requester::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
   tx_ready();
 }
 
+void Requester::on_fatal_loss(Time now) {
+  fatal_answered_ = false;
+  if (++fatal_refusals_ >= kFatalRefusals) fatal_fail_at_ = now;  // failed from on_timer, not mid-loop
+}
+
 void Requester::check_fatal_nak(Time now) {
-  if (!fatal_pending_) {
+  fatal_fail_at_ = kNever;
+  if (!fatal_pending_) return;  // acknowledged since (mark_acked)
+  if (fatal_refusals_ < kFatalRefusals) {
+    if (!fatal_answered_) return;
+    // The answered transmission is not acknowledged a round trip and a reorder window later and
+    // loss detection has not given it up: give it up here, and resend it unless that was the last
+    // refusal. Not a path's fault: no blame, no CC signal beyond releasing its bytes.
+    on_fatal_loss(now);
     fatal_fail_at_ = kNever;
-    return;
-  }
-  if (fatal_fail_at_ > now) return;
-  if (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked)) {
-    fatal_pending_ = false;  // acknowledged after all: the NAKs were not the responder's view of it
-    fatal_fail_at_ = kNever;
-    ++ctr_.rx_fatal_nak_dismissed;
-    return;
+    if (fatal_refusals_ < kFatalRefusals) {
+      TxRec& r = rec(fatal_psn_);
+      if (r.flags & kInFlight) {
+        const std::uint32_t bytes = r.len + kPktOverhead;
+        mark_lost(fatal_psn_, LossCause::kNack, now);
+        cc_.on_forget(bytes);
+      }
+      return;
+    }
   }
   // Unlike IB RC, a NAK says nothing about earlier PSNs (delivery is out of order): WRs before the
   // failing one that are not yet acknowledged are flushed, not reported as done.

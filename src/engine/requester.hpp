@@ -149,10 +149,12 @@ class Requester {
   /// A duplicate arrival of this PSN is the expected one of a second copy (and forgets it).
   bool expected_dup(std::uint32_t psn);
   /// A fatal NAK (AETH error syndrome, NACK UNEXP_EVENT) for `psn` (D39): the first one only
-  /// resends the packet; a second one answering a later transmission of it fails the QP unless the
-  /// packet is acknowledged within 4 round trips; the packet being acknowledged dismisses it.
+  /// resends the packet; the QP fails once kFatalRefusals later transmissions of it were each
+  /// answered by a fatal NAK and then given up by loss detection (on_fatal_loss), the packet still
+  /// unacknowledged; the packet being acknowledged dismisses it all.
   void on_fatal_nak(std::uint32_t psn, WcStatus st, Time now);
-  void check_fatal_nak(Time now);  ///< fails the QP once a confirmed fatal NAK's deadline passes
+  void on_fatal_loss(Time now);    ///< mark_lost gave up a transmission a fatal NAK answered
+  void check_fatal_nak(Time now);  ///< fails the QP when on_fatal_loss counted enough refusals
   void on_rto(Time now);
   inline Duration rto() const;
   /// RttEstimator's, unless a tunable fixes them.
@@ -195,7 +197,7 @@ class Requester {
   // What next_deadline() reads besides sent_ and the EV manager, on the cache line of sent_'s
   // in-flight list: a QP that only receives is asked for its deadline after each packet, and the
   // fields apart cost it misses on lines nothing else reads.
-  Time fatal_fail_at_ = kNever;  ///< a fatal NAK's confirmation deadline (D39, below)
+  Time fatal_fail_at_ = kNever;  ///< a confirmed fatal NAK fails the QP at the next on_timer (D39)
   Time tail_probe_at_ = kNever;
   /// on_timer() last ran at this time: transmit-driven deadlines (probes) at or before it are
   /// already waiting for a free port in poll() and are not reported again.
@@ -213,12 +215,15 @@ class Requester {
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;
   std::uint32_t window_psns_ = 0;  ///< window_psns(), kept current by update_window()
-  bool fatal_pending_ = false;     ///< a fatal NAK for fatal_psn_ waits for confirmation (D39) ...
-  std::uint8_t fatal_tx_ = 0;      ///< ... by a NAK of a transmission after this many ...
-  std::uint32_t fatal_psn_ = 0;    ///< ... and no acknowledgement of it until fatal_fail_at_
-  WcStatus fatal_status_ = WcStatus::kRemoteOpError;
-  static constexpr std::size_t kProbeSlots = 64;  ///< probe ids map to slots modulo this
-  std::vector<Probe> probes_;                     ///< kProbeSlots entries from the first probe on
+  static constexpr std::uint8_t kFatalRefusals = 2;
+  bool fatal_pending_ = false;       ///< a fatal NAK for fatal_psn_ waits for confirmation (D39):
+  bool fatal_answered_ = false;      ///< a fatal NAK answered its transmission number fatal_tx_,
+  std::uint8_t fatal_refusals_ = 0;  ///< so many such transmissions were given up since,
+  std::uint8_t fatal_tx_ = 0;
+  std::uint32_t fatal_psn_ = 0;
+  WcStatus fatal_status_ = WcStatus::kRemoteOpError;  ///< and the status the QP fails with
+  static constexpr std::size_t kProbeSlots = 64;      ///< probe ids map to slots modulo this
+  std::vector<Probe> probes_;                         ///< kProbeSlots entries from the first probe on
   std::uint16_t next_probe_id_ = 1;
   PlaneLosses planes_;  ///< runs of losses per plane: plane-failure inference (D18, D59)
   /// D56: PSNs whose second copy is still to be sent (at most kDupQueueMax), and the PSNs that got

@@ -848,7 +848,8 @@ TEST(RefusalEndToEnd, AnAccessErrorNakDoesNotCompleteEarlierUndeliveredWritesAsS
     }
   }
   // Then WR 1's packets arrive after all; whatever happens, success must still mean delivered.
-  // The requester resent WR 2's packet to confirm the NAK (D39) and waits 4 RTTs for a SACK of it.
+  // The requester resent WR 2's packet to confirm the NAK (D39); it fails once two more
+  // transmissions of it were NAKed and given up without a SACK.
   for (const Frame& f : held) deliver(p.b(), f, p.node_a(), 10000);
   for (Time t = 10000; t < 90000; t += 2000) {
     if (p.a().next_deadline() <= t) p.a().on_timer(t);
