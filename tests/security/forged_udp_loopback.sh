@@ -17,6 +17,8 @@ fail() {
   for f in "$WORK"/*.out "$WORK"/*.err "$WORK"/*.json; do
     [[ -s $f ]] && { echo "== $f" >&2; grep -v '^ ' "$f" | head -c 3000 >&2; echo >&2; }  # JSON metrics are indented
   done
+  # The counters of whatever both sides reported (the refusals, held and dismissed NAKs).
+  [[ -s $WORK/cli.json ]] && "$PY" "$(dirname "$0")/check_attack.py" "$WORK/cli.json" "$WORK/srv.json" "$AUTH" >&2 2>/dev/null
   exit 1
 }
 source "$(dirname "$0")/../integration/wait.sh"
@@ -58,7 +60,11 @@ attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
 # paced at 60,000 packets/s (a faster flood mostly overflows a slow ASan client's socket buffer).
 attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256 --pps 60000
 attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 256 --pps 60000
-kill -0 "$CLI" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
+if ! kill -0 "$CLI" 2>/dev/null; then
+  rc=0; wait "$CLI" || rc=$?
+  [[ $rc -eq 0 ]] || fail "the client failed during the attack (exit $rc)"
+  fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
+fi
 
 rc=0; wait "$CLI" || rc=$?
 [[ $rc -eq 0 ]] || fail "client exit $rc"

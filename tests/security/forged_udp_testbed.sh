@@ -39,7 +39,14 @@ forge --mode write --to "$S1" --from "$C1" --qpn 16-17
 forge --mode write --to "$S2" --from "$C2" --qpn 16-17
 forge --mode nak --to "$C1" --from "$S1" --qpn 16-16 --psn-step 256 --pps 60000
 forge --mode unexp --to "$C2" --from "$S2" --qpn 16-16 --psn-step 256 --pps 60000
-kill -0 "$CLI_PID" 2>/dev/null || fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
+if ! kill -0 "$CLI_PID" 2>/dev/null; then
+  rc=0; wait "$CLI_PID" || rc=$?
+  CLI_PID=
+  cat "$WORK/cli.err" >&2
+  [[ -s $WORK/cli.json ]] && "$PY" "$(dirname "$0")/check_attack.py" "$WORK/cli.json" "$WORK/srv.json" "$AUTH" >&2 2>/dev/null
+  [[ $rc -eq 0 ]] || fail "the client failed during the attack (exit $rc)"
+  fail "the transfer ended before the attack did (lengthen -D): nothing was tested"
+fi
 rc=0; wait "$CLI_PID" || rc=$?
 CLI_PID=
 src=0; wait "$SRV_PID" || src=$?

@@ -178,6 +178,25 @@ const char* status_text(ibv_wc_status st) {
   }
 }
 
+/// The error a failed QP's completions report: when a QP fails, the WRs before the failing one
+/// come first, flushed (D6), so the first error polled is seldom the cause. Looks at wc[i, n) and
+/// what else `cq` holds for the first status that is not a flush, and says how many were flushed.
+std::string first_error(mrc_cq* cq, ibv_wc* wc, int i, int n) {
+  int flushed = 0;
+  for (int rounds = 0; rounds < 64; ++rounds) {
+    for (; i < n; ++i) {
+      if (wc[i].status == IBV_WC_SUCCESS) continue;
+      if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+        return std::string(status_text(wc[i].status)) +
+               (flushed ? " (after " + std::to_string(flushed) + " flushed)" : std::string());
+      ++flushed;
+    }
+    if ((n = mrc_poll_cq(cq, kPollBatch, wc)) <= 0) break;
+    i = 0;
+  }
+  return "flushed (" + std::to_string(flushed) + " WRs; no other error among them)";
+}
+
 /// A CQ that failed (EOVERFLOW: it overran and lost completions).
 std::string cq_error(int e) {
   return std::string("completion queue: ") + std::strerror(e);
@@ -1359,7 +1378,7 @@ bool run_bw(Session& s, const PerfOptions& o, std::uint64_t size, Verifier& v, S
       for (int i = 0; i < n; ++i) {
         // Engine errors of a post (a QP in error, a bad key) arrive here too, as error completions.
         if (wc[i].status != IBV_WC_SUCCESS) {
-          err = std::string("send completion error: ") + status_text(wc[i].status);
+          err = std::string("send completion error: ") + first_error(s.send_cq, wc, i, n);
           return false;
         }
         ++done[s.qp_index(wc[i].qp_num)];
