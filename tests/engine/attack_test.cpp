@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "engine/harness.hpp"
@@ -283,6 +284,64 @@ TEST(Attack, TwoForgedHitsOnOnePsnDoNotFailARequesterWhosePeerLags) {
   EXPECT_EQ(done[0].status, engine::WcStatus::kSuccess);
   EXPECT_TRUE(p.same(0, 16 << 10, 0));
   EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
+}
+
+TEST(Attack, TwoForgedPacketsPerPsnNeverFailAQpWhateverTheResponderLags) {
+  // D69's guarantee on random schedules: a kill needs a fatal NAK after the first retransmission and
+  // after the second, so at most two forged packets per PSN (a wrong-rkey write to the responder,
+  // or an access NAK to the requester, at random times) never fail the QP, however long the
+  // responder takes nothing (here up to 600 us at a random moment; the RTO is 1.05 ms).
+  constexpr std::uint32_t kPkts = 16;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE(seed);
+    Pair p(open_window());
+    ASSERT_EQ(post_write(p, 1, kPkts * 4096), 0);
+    std::mt19937_64 rng(seed);
+    struct OnWire {
+      Time at;
+      Frame f;
+    };
+    std::vector<OnWire> to_a, to_b;
+    const Time stall_from = 2000 * (rng() % 20);
+    const Time stall_to = stall_from + 2000 * (rng() % 301);
+    std::vector<int> hits(kPkts, 0);
+    std::vector<engine::Completion> done;
+    Time t = 0;
+    for (int round = 0; round < 3000 && done.empty(); ++round, t += 2000) {
+      const bool stalled = t >= stall_from && t < stall_to;
+      if (p.a().next_deadline() <= t) p.a().on_timer(t);
+      for (Frame& f : pull_all(p.a(), t, 0xF)) to_b.push_back({t + 1000, std::move(f)});
+      if (rng() % 3 == 0) {
+        const auto k = static_cast<std::uint32_t>(rng() % kPkts);
+        if (hits[k] < 2) {
+          ++hits[k];
+          const std::uint32_t psn = psn_add(p.psn_ab(), static_cast<std::int32_t>(k));
+          if (rng() & 1) {
+            Frame f;
+            f.bytes = forged_write(p, psn, p.mr_b().rkey ^ 0x5A5Au);
+            to_b.push_back({t, std::move(f)});
+          } else {
+            p.a().receive(forged_access_nak(p, psn), rx_meta(p.node_b(), 0, 0), t);
+          }
+        }
+      }
+      if (!stalled) {  // b takes what has reached it, in order, and answers
+        std::size_t n = 0;
+        while (n < to_b.size() && to_b[n].at <= t) deliver(p.b(), to_b[n++].f, p.node_a(), t);
+        to_b.erase(to_b.begin(), to_b.begin() + static_cast<std::ptrdiff_t>(n));
+        if (p.b().next_deadline() <= t) p.b().on_timer(t);
+        for (Frame& f : pull_all(p.b(), t, 0xF)) to_a.push_back({t + 1000, std::move(f)});
+      }
+      std::size_t n = 0;
+      while (n < to_a.size() && to_a[n].at <= t) deliver(p.a(), to_a[n++].f, p.node_b(), t);
+      to_a.erase(to_a.begin(), to_a.begin() + static_cast<std::ptrdiff_t>(n));
+      done = completions(p.a());
+    }
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, engine::WcStatus::kSuccess);
+    EXPECT_TRUE(p.same(0, kPkts * 4096, 0));
+    EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
+  }
 }
 
 TEST(Attack, APortStatusThatLeavesOutItsArrivalPlaneIsRefused) {
