@@ -320,9 +320,6 @@ void Requester::mark_acked(std::uint32_t psn, std::uint32_t& newly, Time& newest
   TxRec& r = rec(psn);
   if (!(r.flags & kValid) || (r.flags & kSacked)) return;
   r.flags |= kSacked;
-  if (fatal_pending_ && psn == fatal_psn_) {  // the responder has it: the fatal NAKs were not its view
-    fatal_pending_ = fatal_answered_ = false;
-  }
   if (r.flags & kInFlight) {
     sent_.remove(psn);
     r.flags &= static_cast<std::uint8_t>(~kInFlight);
@@ -569,6 +566,7 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     }
   }
   cc_.on_ack(sample, now);
+  settle_fatal();
   detect_losses(now);
   complete_send_wqes();
   if (sent_.none_in_flight()) tail_probe_at_ = kNever;
@@ -600,14 +598,10 @@ void Requester::handle_nack(const wire::Packet& p, Time now) {
     case wire::NackReason::kUnexpEvent:
       on_fatal_nak(psn, WcStatus::kRemoteInvalidRequest, now);
       return;
-    default: {
+    default:
       // Responder out of window or resources: resend later, no path or CC penalty.
-      if (!(r.flags & kInFlight)) return;
-      const std::uint32_t bytes = r.len + kPktOverhead;
-      mark_lost(psn, LossCause::kNack, now);
-      cc_.on_forget(bytes);
+      if (!resend_quietly(psn, now)) return;
       break;
-    }
   }
   tx_ready();
 }
@@ -621,6 +615,7 @@ void Requester::handle_aeth(const wire::Packet& p, Time now) {
     std::uint32_t newly = 0;
     Time newest = 0;
     ack_cumulative(new_una, newly, newest, snd_nxt_, now);
+    settle_fatal();
     if (newest != 0) rack_.on_ack(newest, now, slowest_window());
     cc::AckSample s;
     s.newly_acked_bytes = newly;
@@ -671,12 +666,22 @@ void Requester::on_fatal_nak(std::uint32_t psn, WcStatus st, Time now) {
   fatal_psn_ = psn;
   fatal_tx_ = r.tx_count;
   fatal_status_ = st;
-  if (r.flags & kInFlight) {
-    const std::uint32_t bytes = r.len + kPktOverhead;
-    mark_lost(psn, LossCause::kNack, now);
-    cc_.on_forget(bytes);
-  }
+  resend_quietly(psn, now);
   tx_ready();
+}
+
+bool Requester::resend_quietly(std::uint32_t psn, Time now) {
+  const TxRec& r = rec(psn);
+  if (!(r.flags & kInFlight)) return false;
+  const std::uint32_t bytes = r.len + kPktOverhead;
+  mark_lost(psn, LossCause::kNack, now);
+  cc_.on_forget(bytes);
+  return true;
+}
+
+void Requester::settle_fatal() {
+  if (fatal_pending_ && (psn_lt(fatal_psn_, snd_una_) || (rec(fatal_psn_).flags & kSacked)))
+    fatal_pending_ = fatal_answered_ = false;  // the responder has it: the NAKs were not its view of it
 }
 
 void Requester::on_fatal_loss(Time now) {
@@ -686,21 +691,15 @@ void Requester::on_fatal_loss(Time now) {
 
 void Requester::check_fatal_nak(Time now) {
   fatal_fail_at_ = kNever;
-  if (!fatal_pending_) return;  // acknowledged since (mark_acked)
+  if (!fatal_pending_) return;  // acknowledged since (settle_fatal)
   if (fatal_refusals_ < kFatalRefusals) {
     if (!fatal_answered_) return;
     // The answered transmission is not acknowledged a round trip and a reorder window later and
     // loss detection has not given it up: give it up here, and resend it unless that was the last
     // refusal. Not a path's fault: no blame, no CC signal beyond releasing its bytes.
-    on_fatal_loss(now);
-    fatal_fail_at_ = kNever;
-    if (fatal_refusals_ < kFatalRefusals) {
-      TxRec& r = rec(fatal_psn_);
-      if (r.flags & kInFlight) {
-        const std::uint32_t bytes = r.len + kPktOverhead;
-        mark_lost(fatal_psn_, LossCause::kNack, now);
-        cc_.on_forget(bytes);
-      }
+    fatal_answered_ = false;
+    if (++fatal_refusals_ < kFatalRefusals) {
+      resend_quietly(fatal_psn_, now);
       return;
     }
   }

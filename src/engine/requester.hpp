@@ -153,7 +153,11 @@ class Requester {
   /// answered by a fatal NAK and then given up by loss detection (on_fatal_loss), the packet still
   /// unacknowledged; the packet being acknowledged dismisses it all.
   void on_fatal_nak(std::uint32_t psn, WcStatus st, Time now);
-  void on_fatal_loss(Time now);    ///< mark_lost gave up a transmission a fatal NAK answered
+  void on_fatal_loss(Time now);  ///< mark_lost gave up a transmission a fatal NAK answered
+  void settle_fatal();           ///< after acknowledgements: the held PSN acknowledged ends it
+  /// Resends `psn` if it is in flight (returns whether it was), with no path blame and no CC
+  /// signal but releasing its bytes.
+  bool resend_quietly(std::uint32_t psn, Time now);
   void check_fatal_nak(Time now);  ///< fails the QP when on_fatal_loss counted enough refusals
   void on_rto(Time now);
   inline Duration rto() const;

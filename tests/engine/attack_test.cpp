@@ -95,6 +95,34 @@ PairOptions open_window() {
   return o;
 }
 
+/// Runs the pair `rounds` more rounds and checks a's one write of `len` bytes completed, its bytes
+/// placed, the QP still up.
+void expect_transfer_done(Pair& p, Time& t, int rounds, std::uint32_t len) {
+  exchange(p, t, rounds);
+  const auto done = completions(p.a());
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, engine::WcStatus::kSuccess);
+  EXPECT_TRUE(p.same(0, len, 0));
+  EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
+}
+
+/// Posts a 16 KiB write and holds its 4 packets back (returned); a forged wrong-rkey write at the
+/// first PSN makes b NAK it, so a resends that packet (appended to `resent`), and a forged NAK
+/// answers the resend: two forged packets at one PSN.
+std::vector<Frame> two_forged_hits(Pair& p, Time& t, std::vector<Frame>& resent) {
+  EXPECT_EQ(post_write(p, 1, 16 << 10), 0);
+  auto real = pull_all(p.a(), t, 0xF);
+  EXPECT_EQ(real.size(), 4u);
+  const std::uint32_t psn = p.psn_ab();
+  p.b().receive(forged_write(p, psn, p.mr_b().rkey ^ 0x77u), rx_meta(p.node_a(), 0, 0), t);
+  t += 1000;
+  for (const Frame& f : pull_all(p.b(), t, 0xF)) deliver(p.a(), f, p.node_b(), t);  // b's NAK
+  for (Frame& f : pull_all(p.a(), t, 0xF)) resent.push_back(std::move(f));
+  EXPECT_FALSE(resent.empty());
+  p.a().receive(forged_access_nak(p, psn), rx_meta(p.node_b(), 0, 0), t);  // "refused again"
+  return real;
+}
+
 TEST(Attack, ABlindWrongRkeySweepBeforeTheRealPacketsDoesNotFailTheRequester) {
   // The attacker knows the QPN and forges a's address, but not the rkey; it sweeps every PSN of
   // the window just before the real packets arrive, so the responder refuses each forged write
@@ -231,45 +259,24 @@ TEST(Attack, AForgedWriteAndAForgedNakAtTheSamePsnDoNotFailTheRequester) {
   // is resent), then a forged NAK answers the retransmission. The responder still SACKs the real
   // retransmission, which dismisses both.
   Pair p(open_window());
-  ASSERT_EQ(post_write(p, 1, 16 << 10), 0);
   Time t = 0;
-  const auto real = pull_all(p.a(), t, 0xF);
-  ASSERT_EQ(real.size(), 4u);
-  const std::uint32_t psn = p.psn_ab();
-  p.b().receive(forged_write(p, psn, p.mr_b().rkey ^ 0x77u), rx_meta(p.node_a(), 0, 0), t);
-  t += 1000;
-  for (const Frame& f : pull_all(p.b(), t, 0xF)) deliver(p.a(), f, p.node_b(), t);  // b's NAK
-  const auto rtx = pull_all(p.a(), t, 0xF);  // a resends the NAKed packet
-  ASSERT_FALSE(rtx.empty());
-  p.a().receive(forged_access_nak(p, psn), rx_meta(p.node_b(), 0, 0), t);  // "refused again"
+  std::vector<Frame> rtx;
+  const auto real = two_forged_hits(p, t, rtx);
   EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
   for (const Frame& f : real) deliver(p.b(), f, p.node_a(), t + 500);
   for (const Frame& f : rtx) deliver(p.b(), f, p.node_a(), t + 500);
-  exchange(p, t, 40);
-  const auto done = completions(p.a());
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, engine::WcStatus::kSuccess);
-  EXPECT_TRUE(p.same(0, 16 << 10, 0));
-  EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
+  expect_transfer_done(p, t, 40, 16 << 10);
 }
 
 TEST(Attack, TwoForgedHitsOnOnePsnDoNotFailARequesterWhosePeerLags) {
-  // The loopback attack test's failure (CI, ASan, 2 loaded cores): a forged write makes the
-  // responder NAK a PSN, a second forged write or NAK answers the retransmission, and the
-  // responder, busy with the attacker's flood, answers nothing for far longer than 4 RTTs. Its
-  // silence is no evidence against the packet: when it catches up it SACKs the real copies.
+  // The loopback attack test's failure (CI, ASan, 2 loaded cores): the same two forged packets,
+  // and then the responder, busy with the attacker's flood, answers nothing for far longer than
+  // 4 RTTs. Its silence is no evidence against the packet: when it catches up it SACKs the real
+  // copies (D69).
   Pair p(open_window());
-  ASSERT_EQ(post_write(p, 1, 16 << 10), 0);
   Time t = 0;
-  const auto real = pull_all(p.a(), t, 0xF);
-  ASSERT_EQ(real.size(), 4u);
-  const std::uint32_t psn = p.psn_ab();
-  p.b().receive(forged_write(p, psn, p.mr_b().rkey ^ 0x77u), rx_meta(p.node_a(), 0, 0), t);
-  t += 1000;
-  for (const Frame& f : pull_all(p.b(), t, 0xF)) deliver(p.a(), f, p.node_b(), t);  // b's NAK
-  auto late = pull_all(p.a(), t, 0xF);                                              // the resend
-  ASSERT_FALSE(late.empty());
-  p.a().receive(forged_access_nak(p, psn), rx_meta(p.node_b(), 0, 0), t);
+  std::vector<Frame> late;
+  const auto real = two_forged_hits(p, t, late);
   // 500 us of silence (RTO: 1.05 ms): a's timers run, what it sends reaches b only afterwards.
   for (const Time end = t + 500'000; t < end; t += 2000) {
     if (p.a().next_deadline() <= t) p.a().on_timer(t);
@@ -278,12 +285,7 @@ TEST(Attack, TwoForgedHitsOnOnePsnDoNotFailARequesterWhosePeerLags) {
   EXPECT_EQ(p.qpa().state(), engine::QpState::kRts) << "a silent responder failed the QP";
   for (const Frame& f : real) deliver(p.b(), f, p.node_a(), t);
   for (const Frame& f : late) deliver(p.b(), f, p.node_a(), t);
-  exchange(p, t, 40);
-  const auto done = completions(p.a());
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, engine::WcStatus::kSuccess);
-  EXPECT_TRUE(p.same(0, 16 << 10, 0));
-  EXPECT_EQ(p.qpa().state(), engine::QpState::kRts);
+  expect_transfer_done(p, t, 40, 16 << 10);
 }
 
 TEST(Attack, TwoForgedPacketsPerPsnNeverFailAQpWhateverTheResponderLags) {
