@@ -41,3 +41,11 @@ if(NOT TARGET mrc_sim_mpi)
                ARGS sim ${perm_faults} --no-progress)
   set_tests_properties(cli_sim_mpi_not_built PROPERTIES ENVIRONMENT OMPI_COMM_WORLD_SIZE=2)
 endif()
+# --heap (D70): one of two words; a tuned run (threads_bench: 512 hosts, 1,024 QPs) prints the same
+# results as a plain one.
+mrc_cli_test(NAME sim_heap_unknown EXIT 2 MATCH "--heap: huge not in \\{tuned,plain\\}"
+             ARGS sim ${perm_faults} --heap huge)
+add_test(NAME cli_sim_heap_same_results
+         COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DSCENARIO=${PROJECT_SOURCE_DIR}/scenarios/threads_bench.toml
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_heap.cmake)
+set_tests_properties(cli_sim_heap_same_results PROPERTIES LABELS cli TIMEOUT 300)

@@ -20,6 +20,7 @@
 
 #include "cli_checks.hpp"
 #include "sim/cm.hpp"
+#include "sim/heap.hpp"
 #include "sim/ranks.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario.hpp"
@@ -41,6 +42,7 @@ struct SimOptions {
   std::string json_out, csv_out;      ///< replace [output] json / csv
   std::uint32_t threads = 1;          ///< --threads: parallel run (identical results)
   std::uint32_t partitions = 0;       ///< --partitions (0: one per thread)
+  std::string heap = "tuned";         ///< --heap: tuned (sim/heap.hpp, D70) or plain (glibc's defaults)
   /// Distributed (mpirun): only rank 0 prints, writes files and shows progress.
   bool rank0 = true;
 };
@@ -470,6 +472,12 @@ CLI::App* add_sim_command(CLI::App& app) {
                 "mpirun; more than threads: "
                 "each thread runs several in turn; results are the same)")
       ->check(uint_range(1, 256));
+  c->add_option(
+       "--heap", g_opt.heap,
+       "tuned: a run of 1,024 QPs or more takes its memory from a heap reserved ahead on transparent "
+       "huge pages (faster, more peak memory, results identical; D70); plain: glibc's defaults")
+      ->check(CLI::IsMember({"tuned", "plain"}))
+      ->capture_default_str();
   return c;
 }
 
@@ -500,6 +508,12 @@ int run_sim() {
     }
     if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
     if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
+    if (g_opt.heap == "tuned" && !sc.variants.empty()) {  // before the runs allocate their state
+      std::uint64_t qps = 0;
+      for (const Variant& v : sc.variants)
+        qps = std::max<std::uint64_t>(qps, 2 * sc.matrix.conns.size() * v.run.qps_per_peer);
+      sim::tune_heap(sim::heap_tuning_for(qps, sc.variants.front().run.prefetch_qps));
+    }
     const int rc = run_scenario(sc);
     if (g_opt.scenario.empty() && !g_opt.json && !g_opt.csv && g_opt.rank0)
       std::printf(
