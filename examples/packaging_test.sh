@@ -16,6 +16,12 @@ for f in include/mrc/mrc.h include/mrc/mrc.hpp include/mrc/mrc_api_ver.h lib/lib
          bin/mrc bin/mrc-testbed; do
   [ -e "$prefix/$f" ] || { echo "packaging: $f not installed"; exit 1; }
 done
+# Built with MPI: `mrc sim`'s MPI module (loaded only under mpirun, D71) is installed where the
+# installed mrc looks for it.
+if [ -e "$build/src/sim/mrc_sim_mpi.so" ] && [ ! -e "$prefix/lib/mrc/mrc_sim_mpi.so" ]; then
+  echo "packaging: lib/mrc/mrc_sim_mpi.so not installed"
+  exit 1
+fi
 # The installed tools run from PATH without the source tree: `mrc testbed` finds the mrc-testbed
 # installed beside it (its usage text names the script), and `mrc --version` answers.
 PATH=$prefix/bin:$PATH mrc --version | grep -q '^mrc [0-9]' || { echo "packaging: installed mrc --version"; exit 1; }

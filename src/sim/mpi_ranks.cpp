@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -103,8 +104,14 @@ class MpiRanks final : public Ranks {
 
 }  // namespace
 
-std::unique_ptr<Ranks> mpi_init(int* argc, char*** argv) {
-  return std::make_unique<MpiRanks>(argc, argv);
-}
-
 }  // namespace mrc::sim
+
+extern "C" __attribute__((visibility("default"))) mrc::sim::Ranks* mrc_sim_mpi_init(char* error,
+                                                                                    unsigned long error_len) {
+  try {
+    return new mrc::sim::MpiRanks(nullptr, nullptr);
+  } catch (const std::exception& e) {
+    if (error != nullptr && error_len > 0) std::snprintf(error, error_len, "%s", e.what());
+    return nullptr;
+  }
+}

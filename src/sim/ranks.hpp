@@ -7,7 +7,9 @@
 // values, so they are the same on every rank).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace mrc::sim {
@@ -34,5 +36,11 @@ class Ranks {
 /// The number of processes a launcher (OpenMPI's mpirun, or a PMI-based one) started this one
 /// among, from its environment; 0 when it was not started by one.
 std::uint32_t launcher_ranks();
+
+/// Loads the MPI module (sim/mpi_ranks.hpp) from the first of `paths` that exists and returns its
+/// ranks (MPI initialised). The module is loaded only here, so a process that never calls this
+/// does not load MPI's libraries (D71); it stays loaded. nullptr with a message in `error` if no
+/// path holds a module or MPI fails to start.
+std::unique_ptr<Ranks> load_mpi_ranks(const std::vector<std::string>& paths, std::string& error);
 
 }  // namespace mrc::sim

@@ -49,3 +49,11 @@ add_test(NAME cli_sim_heap_same_results
          COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DSCENARIO=${PROJECT_SOURCE_DIR}/scenarios/threads_bench.toml
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_heap.cmake)
 set_tests_properties(cli_sim_heap_same_results PROPERTIES LABELS cli TIMEOUT 300)
+# With MPI, the module is loaded only under a launcher (D71); a file that is not the module gives a
+# clear error, not a crash.
+if(TARGET mrc_sim_mpi)
+  mrc_cli_test(NAME sim_mpi_module_not_a_module EXIT 1
+               MATCH "mrc sim: started as one of 2 processes \\(mpirun\\?\\), but MPI did not start: cannot load .*perm_faults.toml"
+               ARGS sim ${perm_faults} --no-progress)
+  set_tests_properties(cli_sim_mpi_module_not_a_module PROPERTIES ENVIRONMENT "OMPI_COMM_WORLD_SIZE=2;MRC_SIM_MPI=${perm_faults}")
+endif()
