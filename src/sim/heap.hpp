@@ -1,6 +1,6 @@
 // How a large simulator run takes memory from the kernel (decisions.md D70).
 //
-// On the virtual machines this project is measured on, the first touch of a 4 KB page costs 10-20 us
+// On the virtual machines this project is measured on, the first touch of a 4 KB page costs 10-30 us
 // (the hypervisor's page-table work) and a TLB miss walks two page tables. A run with thousands of
 // QPs touches tens to hundreds of MB of QP, port and packet state at random, so with glibc's
 // defaults (every block of 128 KB or more its own mmap, everything on 4 KB pages) a good part of its
@@ -24,8 +24,8 @@ struct HeapTuning {
 };
 
 struct HeapReport {
-  bool tuned =
-      false;  ///< glibc's thresholds set (false: not asked, or another allocator, e.g. a sanitizer's)
+  /// glibc's thresholds set (false: not asked, or another allocator, e.g. a sanitizer's).
+  bool tuned = false;
   bool huge_pages = false;  ///< the reservation made and MADV_HUGEPAGE accepted on it
   std::size_t huge_bytes = 0;
 };

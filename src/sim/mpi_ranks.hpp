@@ -11,5 +11,7 @@
 /// `error` (at most `error_len` bytes, NUL-terminated).
 extern "C" mrc::sim::Ranks* mrc_sim_mpi_init(char* error, unsigned long error_len);
 
+namespace mrc::sim {
 /// Its name, for dlsym.
 inline constexpr const char* kMpiInitSymbol = "mrc_sim_mpi_init";
+}  // namespace mrc::sim

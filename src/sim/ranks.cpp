@@ -1,7 +1,6 @@
 #include "sim/ranks.hpp"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -21,32 +20,25 @@ std::uint32_t launcher_ranks() {
   return 0;
 }
 
-std::unique_ptr<Ranks> load_mpi_ranks(const std::vector<std::string>& paths, std::string& error) {
-  for (const std::string& path : paths) {
-    if (path.empty() || ::access(path.c_str(), R_OK) != 0) continue;
-    // RTLD_GLOBAL: OpenMPI loads its own components later, and they resolve libmpi's symbols
-    // through the global scope.
-    void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (module == nullptr) {
-      const char* why = ::dlerror();
-      error = "cannot load " + path + ": " + (why != nullptr ? why : "unknown error");
-      return nullptr;
-    }
-    using Init = Ranks* (*)(char*, unsigned long);
-    const auto init = reinterpret_cast<Init>(::dlsym(module, kMpiInitSymbol));
-    if (init == nullptr) {
-      error = path + " is not mrc's MPI module (no " + kMpiInitSymbol + ")";
-      return nullptr;
-    }
-    char why[256] = "";
-    std::unique_ptr<Ranks> ranks(init(why, sizeof why));
-    if (ranks == nullptr) error = why[0] != '\0' ? why : "MPI did not start";
-    return ranks;
+std::unique_ptr<Ranks> load_mpi_ranks(const std::string& path, std::string& error) {
+  // RTLD_GLOBAL: OpenMPI loads its own components later, and they resolve libmpi's symbols through
+  // the global scope.
+  void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (module == nullptr) {
+    const char* why = ::dlerror();
+    error = "cannot load " + path + ": " + (why != nullptr ? why : "unknown error");
+    return nullptr;
   }
-  error = "mrc's MPI module is in none of:";
-  for (const std::string& path : paths)
-    if (!path.empty()) error += " " + path;
-  return nullptr;
+  using Init = Ranks* (*)(char*, unsigned long);
+  const auto init = reinterpret_cast<Init>(::dlsym(module, kMpiInitSymbol));
+  if (init == nullptr) {
+    error = path + " is not mrc's MPI module (no " + kMpiInitSymbol + ")";
+    return nullptr;
+  }
+  char why[256] = "";
+  std::unique_ptr<Ranks> ranks(init(why, sizeof why));
+  if (ranks == nullptr) error = why[0] != '\0' ? why : "MPI did not start";
+  return ranks;
 }
 
 }  // namespace mrc::sim

@@ -37,10 +37,10 @@ class Ranks {
 /// among, from its environment; 0 when it was not started by one.
 std::uint32_t launcher_ranks();
 
-/// Loads the MPI module (sim/mpi_ranks.hpp) from the first of `paths` that exists and returns its
-/// ranks (MPI initialised). The module is loaded only here, so a process that never calls this
-/// does not load MPI's libraries (D71); it stays loaded. nullptr with a message in `error` if no
-/// path holds a module or MPI fails to start.
-std::unique_ptr<Ranks> load_mpi_ranks(const std::vector<std::string>& paths, std::string& error);
+/// Loads the MPI module (sim/mpi_ranks.hpp) at `path` and returns its ranks (MPI initialised). The
+/// module is loaded only here, so a process that never calls this does not load MPI's libraries
+/// (D71); it stays loaded. nullptr with a message in `error` if `path` is not the module or MPI
+/// fails to start.
+std::unique_ptr<Ranks> load_mpi_ranks(const std::string& path, std::string& error);
 
 }  // namespace mrc::sim

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "installed_file.hpp"
+
 namespace mrc::tools {
 
 namespace {
@@ -38,16 +40,7 @@ bool readable(const std::string& p) {
 /// PREFIX/LIBDIR/libmrc.so.N); else the build tree's copy this binary was built with.
 std::string library() {
   if (!g_opt.lib.empty()) return g_opt.lib;
-  if (const char* env = std::getenv("MRC_LIB"); env != nullptr && *env != '\0') return env;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<std::size_t>(n));
-    dir.resize(dir.rfind('/') + 1);
-    const std::string installed = dir + "../" MRC_INSTALL_LIBDIR "/" MRC_LIB_SONAME;
-    if (readable(installed)) return installed;
-  }
-  return MRC_LIB_BUILD_PATH;
+  return installed_file("MRC_LIB", "../" MRC_INSTALL_LIBDIR "/" MRC_LIB_SONAME, MRC_LIB_BUILD_PATH);
 }
 
 /// PROGRAM as execvp would find it.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli_checks.hpp"
+#include "installed_file.hpp"
 #include "sim/cm.hpp"
 #include "sim/heap.hpp"
 #include "sim/ranks.hpp"
@@ -479,23 +480,6 @@ CLI::App* add_sim_command(CLI::App& app) {
   return c;
 }
 
-#ifdef MRC_HAVE_MPI
-/// Where the MPI module may be: $MRC_SIM_MPI; the installed one beside this executable
-/// (PREFIX/bin/mrc -> PREFIX/LIBDIR/mrc/); the build tree's this binary was built with.
-static std::vector<std::string> mpi_module_paths() {
-  std::vector<std::string> paths;
-  if (const char* env = std::getenv("MRC_SIM_MPI"); env != nullptr && *env != '\0') paths.emplace_back(env);
-  char self[4096];
-  if (const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1); n > 0) {
-    std::string dir(self, static_cast<std::size_t>(n));
-    dir.resize(dir.rfind('/') + 1);
-    paths.push_back(dir + "../" MRC_INSTALL_LIBDIR "/mrc/" MRC_SIM_MPI_NAME);
-  }
-  paths.emplace_back(MRC_SIM_MPI_BUILD_PATH);
-  return paths;
-}
-#endif
-
 int run_sim() {
   try {
     // Started by mpirun (or another launcher) as one of several processes: one distributed run.
@@ -504,7 +488,11 @@ int run_sim() {
 #ifdef MRC_HAVE_MPI
     if (launched > 0) {
       std::string why;
-      ranks = sim::load_mpi_ranks(mpi_module_paths(), why);
+      // $MRC_SIM_MPI, else the installed module (PREFIX/bin/mrc -> PREFIX/LIBDIR/mrc/), else this build's.
+      ranks =
+          sim::load_mpi_ranks(installed_file("MRC_SIM_MPI", "../" MRC_INSTALL_LIBDIR "/mrc/" MRC_SIM_MPI_NAME,
+                                             MRC_SIM_MPI_BUILD_PATH),
+                              why);
       if (ranks == nullptr) {
         std::fprintf(stderr, "mrc sim: started as one of %u processes (mpirun?), but MPI did not start: %s\n",
                      launched, why.c_str());

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "installed_file.hpp"
+
 namespace mrc::tools {
 
 namespace {
@@ -29,16 +31,7 @@ CLI::App* add_testbed_command(CLI::App& app) {
 /// The script to run: $MRC_TESTBED if set; else an mrc-testbed beside this executable (an installed
 /// `mrc`, bin/mrc next to bin/mrc-testbed); else the source tree's copy this binary was built from.
 std::string testbed_script() {
-  if (const char* env = std::getenv("MRC_TESTBED"); env != nullptr && *env != '\0') return env;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<std::size_t>(n));
-    dir.resize(dir.rfind('/') + 1);
-    const std::string beside = dir + "mrc-testbed";
-    if (::access(beside.c_str(), R_OK) == 0) return beside;
-  }
-  return MRC_TESTBED_SCRIPT;
+  return installed_file("MRC_TESTBED", "mrc-testbed", MRC_TESTBED_SCRIPT);
 }
 
 int run_testbed() {
