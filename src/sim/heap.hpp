@@ -1,17 +1,20 @@
-// How a large simulator run takes memory from the kernel (decisions.md D70).
+// How a simulator run takes memory from the kernel (decisions.md D70, D72).
 //
 // On the virtual machines this project is measured on, the first touch of a 4 KB page costs 10-30 us
-// (the hypervisor's page-table work) and a TLB miss walks two page tables. A run with thousands of
-// QPs touches tens to hundreds of MB of QP, port and packet state at random, so with glibc's
-// defaults (every block of 128 KB or more its own mmap, everything on 4 KB pages) a good part of its
-// time is page faults and TLB misses. tune_heap() with `huge_pages` changes, for the calling
-// process: blocks below 32 MB come from the heap; the heap reserves address space ahead (nothing
-// touched, so nothing resident; never handed back mid-run) and asks for transparent huge pages on
-// it, so that state is faulted in 2 MB at a time and mapped by few TLB entries. The cost is peak
-// memory: a freed block inside the heap stays resident where an mmap'd one was unmapped (from +1 %
-// on the all-to-alls to +42 % on scen6_collective_small, D70). A small run is left alone: its state
-// stays in the caches and the gain was within the noise.
-// Results do not depend on any of this; only time and peak memory do.
+// (the hypervisor's page-table work) and a TLB miss walks two page tables. A run touches megabytes
+// (perm128: ~1,100 pages of heap) to hundreds of MB of QP, port and packet state, so with glibc's
+// defaults (every block of 128 KB or more its own mmap, everything on 4 KB pages) a good part of
+// its time is page faults and TLB misses. tune_heap() with `huge_pages` changes, for the calling
+// process: the heap reserves address space ahead (nothing touched, so nothing resident; never
+// handed back mid-run), starting at a 2 MB boundary nothing has touched, and asks for transparent
+// huge pages on it, so that state is faulted in 2 MB at a time (about 0.4 us per 4 KB) and mapped
+// by few TLB entries. Blocks come from the reservation while it lasts, whatever their size; beyond
+// it, blocks from `mmap_threshold` up get their own mappings. The cost is peak memory: the last
+// huge page is faulted in whole (up to 2 MB more), and a freed block inside the heap stays resident
+// where an mmap'd one was unmapped (+42 % on scen6_collective_small, D70). Memory that must stay
+// untouched (the simulator's message buffers) is mapped on its own, not calloc'd: calloc zeroes
+// a block carved from the reservation. Results do not depend on any of this; only time and peak
+// memory do.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +24,8 @@ namespace mrc::sim {
 struct HeapTuning {
   bool huge_pages = false;
   std::size_t reserve_bytes = std::size_t{512} << 20;  // capped at a quarter of physical memory
+  /// Once the reservation is used up, blocks of this size or more get their own mappings.
+  std::size_t mmap_threshold = std::size_t{32} << 20;
 };
 
 struct HeapReport {
@@ -30,13 +35,14 @@ struct HeapReport {
   std::size_t huge_bytes = 0;
 };
 
-/// Call once, early, from the process's main thread (mrc sim does, unless --heap plain, before it
-/// builds a run). Without `huge_pages` it does nothing; another allocator than glibc's (a
-/// sanitizer's) is left as it is.
+/// Call once, early, from the process's main thread, before any other thread starts (mrc sim does,
+/// unless --heap plain, before it builds a run): it moves the program break. Without `huge_pages`
+/// it does nothing; another allocator than glibc's (a sanitizer's) is left as it is.
 HeapReport tune_heap(const HeapTuning& t);
 
-/// The tuning for a run of `qps` QPs (both ends counted): huge pages from `large_qps` on (the
-/// point where QP state outgrows the caches, RunConfig::prefetch_qps).
+/// The tuning for a run of `qps` QPs (both ends counted): huge pages for every run; from
+/// `large_qps` on (the point where QP state outgrows the caches, RunConfig::prefetch_qps) a larger
+/// reservation, and blocks up to 32 MB from the heap beyond it.
 HeapTuning heap_tuning_for(std::uint64_t qps, std::uint64_t large_qps);
 
 }  // namespace mrc::sim

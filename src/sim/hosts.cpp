@@ -1,5 +1,7 @@
 #include "sim/hosts.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <new>
@@ -42,9 +44,18 @@ std::uint32_t MrcHosts::ack_wire(const RunConfig& cfg) {
 }
 
 void MrcHosts::ZeroBuffer::allocate(std::size_t n) {
-  bytes.reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));
-  if (bytes == nullptr) throw std::bad_alloc();
+  if (bytes != nullptr) munmap(bytes, std::max<std::size_t>(bytes_size, 1));
+  bytes = nullptr;
+  bytes_size = 0;
+  void* p = mmap(nullptr, std::max<std::size_t>(n, 1), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  bytes = static_cast<std::uint8_t*>(p);
   bytes_size = n;
+}
+
+MrcHosts::ZeroBuffer::~ZeroBuffer() {
+  if (bytes != nullptr) munmap(bytes, std::max<std::size_t>(bytes_size, 1));
 }
 
 MrcHosts::MrcHosts(const HostSetup& s)

@@ -92,16 +92,19 @@ class MrcHosts {
   engine::QpConfig qc_;
   std::uint64_t seed_ = 1;  ///< the run's seed (QP k's engine seed derives from it)
   std::uint8_t mpr_ = 0;
-  /// Zeroed bytes from calloc: pages nobody writes stay the kernel's shared zero page, so a
-  /// buffer the fabric never reads (payloads are not carried by default) costs no memory.
+  /// Zeroed bytes in a mapping of their own: pages nobody writes are never faulted in, so a buffer
+  /// the fabric never reads (payloads are not carried by default) costs no memory. (Not calloc: a
+  /// heap with free space reserved ahead, sim/heap.hpp, would hand out that space and zero it.)
   struct ZeroBuffer {
-    struct Free {
-      void operator()(std::uint8_t* p) const { std::free(p); }
-    };
-    std::unique_ptr<std::uint8_t, Free> bytes;
+    ZeroBuffer() = default;
+    ZeroBuffer(ZeroBuffer&& o) noexcept
+        : bytes(std::exchange(o.bytes, nullptr)), bytes_size(std::exchange(o.bytes_size, 0)) {}
+    ZeroBuffer& operator=(ZeroBuffer&&) = delete;
+    ~ZeroBuffer();
+    std::uint8_t* bytes = nullptr;
     std::size_t bytes_size = 0;
     void allocate(std::size_t n);
-    std::uint8_t* data() const { return bytes.get(); }
+    std::uint8_t* data() const { return bytes; }
     std::size_t size() const { return bytes_size; }
   };
   // One shared source buffer and one sink buffer per partition (contents are not checked; a

@@ -41,14 +41,18 @@ if(NOT TARGET mrc_sim_mpi)
                ARGS sim ${perm_faults} --no-progress)
   set_tests_properties(cli_sim_mpi_not_built PROPERTIES ENVIRONMENT OMPI_COMM_WORLD_SIZE=2)
 endif()
-# --heap (D70): one of two words; a tuned run (threads_bench: 512 hosts, 1,024 QPs) prints the same
-# results as a plain one.
+# --heap (D70, D72): one of two words; a tuned run prints the same results as a plain one, large
+# (threads_bench: 512 hosts, 1,024 QPs) or small (perm_faults: three variants, RoCE among them).
 mrc_cli_test(NAME sim_heap_unknown EXIT 2 MATCH "--heap: huge not in \\{tuned,plain\\}"
              ARGS sim ${perm_faults} --heap huge)
 add_test(NAME cli_sim_heap_same_results
          COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DSCENARIO=${PROJECT_SOURCE_DIR}/scenarios/threads_bench.toml
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_heap.cmake)
 set_tests_properties(cli_sim_heap_same_results PROPERTIES LABELS cli TIMEOUT 300)
+add_test(NAME cli_sim_heap_same_results_small
+         COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DSCENARIO=${perm_faults}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_heap.cmake)
+set_tests_properties(cli_sim_heap_same_results_small PROPERTIES LABELS cli TIMEOUT 300)
 # With MPI, the module is loaded only under a launcher (D71); a file that is not the module gives a
 # clear error, not a crash.
 if(TARGET mrc_sim_mpi)

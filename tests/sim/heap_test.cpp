@@ -65,12 +65,33 @@ std::string vm_flags_of(const void* addr) {
 }
 
 TEST(Heap, TheTuningFollowsTheNumberOfQps) {
-  EXPECT_FALSE(heap_tuning_for(256, 1024).huge_pages);
-  EXPECT_TRUE(heap_tuning_for(1024, 1024).huge_pages);
-  EXPECT_TRUE(heap_tuning_for(32512, 1024).huge_pages);
+  const HeapTuning small = heap_tuning_for(256, 1024), large = heap_tuning_for(1024, 1024);
+  EXPECT_TRUE(small.huge_pages);
+  EXPECT_TRUE(large.huge_pages);
+  EXPECT_LT(small.reserve_bytes, large.reserve_bytes);
+  EXPECT_LT(small.mmap_threshold, large.mmap_threshold);
+  EXPECT_EQ(heap_tuning_for(32512, 1024).reserve_bytes, large.reserve_bytes);
 }
 
-// A small run's tuning changes nothing: a 4 MB block is still an mmap of its own, above the break.
+// The AnonHugePages line (kB) of the mapping that holds `addr` (-1 if none).
+long huge_kb_of(const void* addr) {
+  std::ifstream f("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  bool inside = false;
+  for (std::string line; std::getline(f, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(' ') > line.find('-')) {
+      inside = lo <= a && a < hi;
+      continue;
+    }
+    if (inside && line.rfind("AnonHugePages:", 0) == 0) return std::stol(line.substr(14));
+  }
+  return -1;
+}
+
+// Without huge pages nothing changes: a 4 MB block is still an mmap of its own, above the break.
 TEST(Heap, WithoutHugePagesNothingChanges) {
   EXPECT_EQ(in_child([] {
               const HeapReport r = tune_heap(HeapTuning{});
@@ -106,6 +127,31 @@ TEST(Heap, WithHugePagesTheHeapIsReservedAndMarked) {
               std::free(p);
               if (!below_break) return 6;
               return flags.find(" hg") != std::string::npos ? 0 : 7;
+            }),
+            0);
+}
+
+// The reservation starts at a 2 MB boundary that nothing has touched (glibc's own writes fall
+// below it), so the blocks after it are faulted in as whole huge pages: the first large block lies
+// just above the boundary (above the little the child allocated since) and, written, is backed by
+// huge pages.
+TEST(Heap, TheBlocksAfterTheReservationAreOnHugePages) {
+  EXPECT_EQ(in_child([] {
+              const bool thp = thp_offered();
+              const HeapReport r = tune_heap(heap_tuning_for(256, 1024));
+              if (!kGlibcMalloc) return r.tuned || r.huge_pages ? 1 : 0;
+              if (!r.tuned) return 2;
+              if (!thp) return r.huge_pages ? 3 : 0;
+              if (!r.huge_pages) return 4;
+              const std::size_t n = std::size_t{4} << 20;
+              auto* p = static_cast<char*>(std::malloc(n));
+              const auto at = reinterpret_cast<std::uintptr_t>(p);
+              // (Its data may begin a few words below the boundary: glibc's header for it is there.)
+              if (((at + 64) & ((std::uintptr_t{2} << 20) - 1)) > (std::uintptr_t{64} << 10)) return 5;
+              std::memset(p, 1, n);
+              const long huge = huge_kb_of(p + (std::size_t{1} << 20));
+              std::free(p);
+              return huge >= 2048 ? 0 : 6;
             }),
             0);
 }
