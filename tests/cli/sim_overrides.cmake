@@ -53,6 +53,10 @@ add_test(NAME cli_sim_heap_same_results_small
          COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DSCENARIO=${perm_faults}
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_heap.cmake)
 set_tests_properties(cli_sim_heap_same_results_small PROPERTIES LABELS cli TIMEOUT 300)
+add_test(NAME cli_sim_buffers_not_resident
+         COMMAND ${CMAKE_COMMAND} -DMRC=$<TARGET_FILE:mrc> -DDIR=${CMAKE_CURRENT_BINARY_DIR}/sim_buffers
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_buffers.cmake)
+set_tests_properties(cli_sim_buffers_not_resident PROPERTIES LABELS cli TIMEOUT 300)
 # With MPI, the module is loaded only under a launcher (D71); a file that is not the module gives a
 # clear error, not a crash.
 if(TARGET mrc_sim_mpi)
