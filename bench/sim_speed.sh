@@ -14,10 +14,13 @@
 #   neither      htsim is skipped (said so in the table); mrc's figures are still printed
 #   --runs       runs of each simulator (default 1); the best CPU time of each is compared
 #   --paired     each run starts htsim and mrc at the same moment, each pinned to its own core (the
-#                cores swap every run), and the speed-up is the median over the runs of the ratio
-#                within a run: on a shared machine, whose speed drifts by tens of percent from one
-#                minute to the next, both then run under the same conditions (they share the memory
-#                bandwidth and the last-level cache). Needs 2 cores and taskset.
+#                cores swap every run), and the speed-up is the geometric mean over the runs of the
+#                ratio within a run: on a shared machine, whose speed drifts by tens of percent from
+#                one minute to the next, both then run under the same conditions (they share the
+#                memory bandwidth and the last-level cache), and where one core is slower than the
+#                other (by up to half, seen), an even number of runs puts each simulator on each
+#                core equally often: the geometric mean cancels that factor, a median may not.
+#                Needs 2 cores and taskset.
 #   --threads    `mrc sim --threads N` (default 1; htsim has one thread): then wall_x is the figure
 #                that compares what a user waits for; cpu_x then also counts the threads' spinning
 #                at the window barriers. Not with --paired.
@@ -84,6 +87,8 @@ else
 fi
 if [ "$PAIRED" = 1 ]; then
   [ -n "$HTSIM" ] || { echo "sim_speed.sh: --paired needs htsim" >&2; exit 2; }
+  [ $((RUNS % 2)) = 0 ] ||
+    echo "sim_speed.sh: --paired with an odd --runs: one core gets one run more of each (its speed is not cancelled)"
   command -v taskset >/dev/null || { echo "sim_speed.sh: --paired needs taskset (util-linux)" >&2; exit 2; }
   [ "$(nproc)" -ge 2 ] || { echo "sim_speed.sh: --paired needs 2 cores" >&2; exit 2; }
 fi
@@ -225,13 +230,14 @@ except Exception:
     fi
   done
   med=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print "-"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  if [ "$PAIRED" = 1 ]; then echo "$w paired htsim/mrc CPU ratios:$ratios (median $med)"; fi
-  echo "$w $flows ${best_h:-- - - - -} $best_m $med" >>"$ROWS"
+  geo=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | awk '{s += log($1)} END{if (NR == 0) print "-"; else printf "%.3f", exp(s / NR)}')
+  if [ "$PAIRED" = 1 ]; then echo "$w paired htsim/mrc CPU ratios:$ratios (geometric mean $geo, median $med)"; fi
+  echo "$w $flows ${best_h:-- - - - -} $best_m $geo" >>"$ROWS"
 done
 
 echo
 if [ "$PAIRED" = 1 ]; then
-  echo "$RUNS paired run(s): times are the best of each; cpu_x = median of htsim / mrc CPU within a run; wall_x best / best; memory = mrc / htsim peak RSS"
+  echo "$RUNS paired run(s): times are the best of each; cpu_x = geometric mean of htsim / mrc CPU within a run; wall_x best / best; memory = mrc / htsim peak RSS"
 else
   echo "best of $RUNS run(s); speed-up = htsim / mrc (CPU, wall), memory = mrc / htsim peak RSS; mrc on $THREADS thread(s)"
 fi
