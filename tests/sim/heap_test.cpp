@@ -46,8 +46,9 @@ bool thp_offered() {
   return s.find("[never]") == std::string::npos && !s.empty();
 }
 
-// The flags line of the mapping that holds `addr`, from /proc/self/smaps ("" if none).
-std::string vm_flags_of(const void* addr) {
+// The line starting with `field` of the mapping that holds `addr`, from /proc/self/smaps ("" if
+// none).
+std::string smaps_line(const void* addr, const std::string& field) {
   std::ifstream f("/proc/self/smaps");
   const auto a = reinterpret_cast<std::uintptr_t>(addr);
   bool inside = false;
@@ -59,7 +60,7 @@ std::string vm_flags_of(const void* addr) {
       inside = lo <= a && a < hi;
       continue;
     }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    if (inside && line.rfind(field, 0) == 0) return line;
   }
   return "";
 }
@@ -73,22 +74,10 @@ TEST(Heap, TheTuningFollowsTheNumberOfQps) {
   EXPECT_EQ(heap_tuning_for(32512, 1024).reserve_bytes, large.reserve_bytes);
 }
 
-// The AnonHugePages line (kB) of the mapping that holds `addr` (-1 if none).
+// The AnonHugePages figure (kB) of the mapping that holds `addr` (-1 if none).
 long huge_kb_of(const void* addr) {
-  std::ifstream f("/proc/self/smaps");
-  const auto a = reinterpret_cast<std::uintptr_t>(addr);
-  bool inside = false;
-  for (std::string line; std::getline(f, line);) {
-    std::uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(' ') > line.find('-')) {
-      inside = lo <= a && a < hi;
-      continue;
-    }
-    if (inside && line.rfind("AnonHugePages:", 0) == 0) return std::stol(line.substr(14));
-  }
-  return -1;
+  const std::string line = smaps_line(addr, "AnonHugePages:");
+  return line.empty() ? -1 : std::stol(line.substr(14));
 }
 
 // Without huge pages nothing changes: a 4 MB block is still an mmap of its own, above the break.
@@ -123,7 +112,8 @@ TEST(Heap, WithHugePagesTheHeapIsReservedAndMarked) {
               void* p = std::malloc(std::size_t{4} << 20);
               const bool below_break =
                   reinterpret_cast<std::uintptr_t>(p) < reinterpret_cast<std::uintptr_t>(sbrk(0));
-              const std::string flags = vm_flags_of(static_cast<char*>(p) + (std::size_t{3} << 20));
+              const std::string flags =
+                  smaps_line(static_cast<char*>(p) + (std::size_t{3} << 20), "VmFlags:");
               std::free(p);
               if (!below_break) return 6;
               return flags.find(" hg") != std::string::npos ? 0 : 7;
