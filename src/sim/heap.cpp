@@ -24,8 +24,7 @@ std::uintptr_t brk_now() {
 
 HeapTuning heap_tuning_for(std::uint64_t qps, std::uint64_t large_qps) {
   HeapTuning t;
-  t.huge_pages = true;
-  if (qps < large_qps) {  // perm128 and incast128 use some 6 MB of heap
+  if (qps < large_qps) {  // perm128 and incast128 use some 5 MB of heap
     t.reserve_bytes = std::size_t{64} << 20;
     t.mmap_threshold = std::size_t{1} << 20;
   }
@@ -71,7 +70,6 @@ Range grow_aligned(std::size_t reserve) {
 
 HeapReport tune_heap(const HeapTuning& t) {
   HeapReport r;
-  if (!t.huge_pages) return r;
   std::size_t reserve = t.reserve_bytes;
   if (const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE); pages > 0 && size > 0)
     reserve = std::min(reserve, static_cast<std::size_t>(pages) * static_cast<std::size_t>(size) / 4);

@@ -67,8 +67,6 @@ std::string smaps_line(const void* addr, const std::string& field) {
 
 TEST(Heap, TheTuningFollowsTheNumberOfQps) {
   const HeapTuning small = heap_tuning_for(256, 1024), large = heap_tuning_for(1024, 1024);
-  EXPECT_TRUE(small.huge_pages);
-  EXPECT_TRUE(large.huge_pages);
   EXPECT_LT(small.reserve_bytes, large.reserve_bytes);
   EXPECT_LT(small.mmap_threshold, large.mmap_threshold);
   EXPECT_EQ(heap_tuning_for(32512, 1024).reserve_bytes, large.reserve_bytes);
@@ -80,27 +78,11 @@ long huge_kb_of(const void* addr) {
   return line.empty() ? -1 : std::stol(line.substr(14));
 }
 
-// Without huge pages nothing changes: a 4 MB block is still an mmap of its own, above the break.
-TEST(Heap, WithoutHugePagesNothingChanges) {
-  EXPECT_EQ(in_child([] {
-              const HeapReport r = tune_heap(HeapTuning{});
-              if (r.tuned || r.huge_pages) return 1;
-              if (!kGlibcMalloc) return 0;
-              void* p = std::malloc(std::size_t{4} << 20);
-              const bool above_break =
-                  reinterpret_cast<std::uintptr_t>(p) > reinterpret_cast<std::uintptr_t>(sbrk(0));
-              std::free(p);
-              return above_break ? 0 : 2;
-            }),
-            0);
-}
-
-// A large run's tuning: the heap reserves address space ahead and the kernel marks it for huge
+// The tuning (a 64 MB reservation): the heap reserves address space ahead and the kernel marks it for huge
 // pages ("hg" in smaps); a 4 MB block allocated afterwards lies in it, below the break.
-TEST(Heap, WithHugePagesTheHeapIsReservedAndMarked) {
+TEST(Heap, TheHeapIsReservedAndMarked) {
   EXPECT_EQ(in_child([] {
               HeapTuning t;
-              t.huge_pages = true;
               t.reserve_bytes = std::size_t{64} << 20;
               const long arena_before = mallinfo2().arena;
               const HeapReport r = tune_heap(t);
