@@ -667,8 +667,46 @@ void Fabric::wake(std::uint32_t port) {
   // latency after the dequeue), at or after that grid line (so at or after the end of the window
   // it is sent in, as a message to another partition must), and the runner's windows, which start
   // on grid lines unless a sample cut one short, start where they would without laziness (D68).
-  const Time at = pt.lazy ? (pt.busy_until / grid_ps_ + 1) * grid_ps_ - 1 : pt.busy_until;
-  events_.push_keyed(at, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
+  if (!pt.lazy) {
+    events_.push_keyed(pt.busy_until, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
+    return;
+  }
+  const Time k = pt.busy_until / grid_ps_;
+  const Time at = (k + 1) * grid_ps_ - 1;
+  const std::uint32_t slot = static_cast<std::uint32_t>(k % kWakeRing);
+  WakeList& w = wakes_[slot];
+  if (w.ports.empty()) {
+    w.interval = k;
+    events_.push_keyed(at, kWakeBatch, slot, event_key(kcWakeBatch, 0, 0));
+  } else if (w.interval != k) [[unlikely]] {  // the ring holds an earlier interval there
+    events_.push_keyed(at, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
+    return;
+  }
+  w.ports.push_back(port);
+}
+
+void Fabric::wake_batch(std::uint32_t slot) {
+  // Swapped out: a port may re-arm into this slot's next interval (k + kWakeRing) meanwhile.
+  waking_.swap(wakes_[slot].ports);
+  const std::uint32_t* w = waking_.data();
+  const std::size_t n = waking_.size();
+  stats_.events += n - 1;  // each port's wake-up counts, as its own event did (step_ps counted one)
+  for (std::size_t i = 0; i < n; ++i) {
+    // The ports were last touched a grid interval ago: fetch ahead (two lines a port, then the
+    // packet at the head of its queues).
+    if (i + 2 < n) {
+      const char* b = reinterpret_cast<const char*>(&ports_[w[i + 2]]);
+      __builtin_prefetch(b);
+      __builtin_prefetch(b + 64);
+    }
+    if (i + 1 < n) {
+      const Port& nx = ports_[w[i + 1]];
+      const std::uint32_t head = nx.ctrl_head != kNone ? nx.ctrl_head : nx.data_head;
+      if (head != kNone) __builtin_prefetch(&pool_[head]);
+    }
+    on_port_free(w[i]);
+  }
+  waking_.clear();
 }
 
 void Fabric::catch_up(std::uint32_t port, Time limit_ps) {
@@ -736,7 +774,7 @@ bool Fabric::step_ps(Time lim_ps) {
   if (!events_.pop_due(lim_ps, e)) return false;
   now_ps_ = e.time;
   // (A port's wake-up counts by what it does, on_port_free: a lazy one dequeues earlier packets.)
-  if (e.kind != kPortFree) last_ps_ = e.time;
+  if (e.kind != kPortFree && e.kind != kWakeBatch) last_ps_ = e.time;
   if (!events_.empty()) prefetch_ahead();
   if (primary_ || (e.kind != kFault && e.kind != kReconverge)) ++stats_.events;
   switch (e.kind) {
@@ -751,6 +789,9 @@ bool Fabric::step_ps(Time lim_ps) {
       break;
     case kPortFree:
       on_port_free(e.index);
+      break;
+    case kWakeBatch:
+      wake_batch(e.index);
       break;
     case kTimer:
       on_timer_event(e.index, e.seq);
@@ -789,6 +830,12 @@ void Fabric::prefetch_ahead() {
       const char* o = reinterpret_cast<const char*>(&ports_[pt.head_out]);
       __builtin_prefetch(o);
       __builtin_prefetch(o + 64);
+    }
+  } else if (n.kind == kWakeBatch) {
+    if (const std::vector<std::uint32_t>& w = wakes_[n.index].ports; !w.empty()) {
+      const char* b = reinterpret_cast<const char*>(&ports_[w[0]]);
+      __builtin_prefetch(b);
+      __builtin_prefetch(b + 64);
     }
   } else if (n.kind == kPortFree) {
     const Port& pt = ports_[n.index];

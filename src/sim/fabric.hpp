@@ -31,7 +31,8 @@
 //     trimming off it is tail-dropped;
 //   * lazy dequeues (FabricConfig::lazy_ports, D68): a busy port does not have an event per packet;
 //     it catches up on the dequeues due, each at its own time, at the end of the grid interval
-//     (the smallest link latency) they are due in or when something reaches the port first;
+//     (the smallest link latency) they are due in or when something reaches the port first; the
+//     ports due at one grid line wake in one event (D73);
 //   * ECN: RED-style CE marking of data packets on dequeue, with probability 0 below ecn_kmin bytes
 //     left in the data FIFO, rising linearly to 1 at ecn_kmax (and above); optionally not on ports
 //     that lead to a host (ecn_last_hop = false).
@@ -54,8 +55,9 @@
 // what other ports do nor on the order in which ports are served. Events of the same picosecond run in the
 // order of a key that depends only on the event itself, never on when it was pushed: (class, object, counter
 // of that object) with the classes, first to last, connection starts (schedule_call), faults, reconvergences,
-// PFC PAUSE/RESUME (port, the port's PFC counter), arrivals (port), port wake-ups (port) and host timers
-// (host, the host's timer counter). No global state; the per-packet path does not allocate once the packet
+// PFC PAUSE/RESUME (port, the port's PFC counter), arrivals (port), the lazy ports' wake-ups of one grid
+// line (one event: each port's only touches that port, so they commute), port wake-ups (port) and host
+// timers (host, the host's timer counter). No global state; the per-packet path does not allocate once the packet
 // pool has warmed up.
 //
 // Partitions (parallel runs, D55). set_partition() makes this Fabric one partition of a network
@@ -84,6 +86,7 @@
 // global-to-local port map, RNGs, salts, switch info), per (host, plane) leaf lookup and per-host
 // records, of which it uses only its own nodes' entries (up to 48 bytes an item; a Port is 192).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -316,9 +319,11 @@ class Fabric {
   static std::uint64_t exact_ps_per_byte(double rate_bps, std::uint64_t max_bytes);
 
  private:
-  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge, kCall };
-  /// Tie-break classes of the event key, in order (see the top of this file).
-  enum KeyClass : std::uint8_t { kcCall, kcFault, kcReconverge, kcPfc, kcArrive, kcPortFree, kcTimer };
+  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge, kCall, kWakeBatch };
+  /// Tie-break classes of the event key, in order (see the top of this file). kcWakeBatch: the lazy
+  /// ports' wake-ups of one grid line, one event (they commute with each other and with the other
+  /// port wake-ups and host timers of that instant; they come after its arrivals).
+  enum KeyClass : std::uint8_t { kcCall, kcFault, kcReconverge, kcPfc, kcArrive, kcWakeBatch, kcPortFree, kcTimer };
   static std::uint64_t event_key(KeyClass c, std::uint32_t object, std::uint32_t counter) {
     return (static_cast<std::uint64_t>(c) << 61) | (static_cast<std::uint64_t>(object) << 29) |
            (counter & ((1u << 29) - 1));
@@ -390,8 +395,10 @@ class Fabric {
   void deliver(std::uint32_t idx);
   void drop(std::uint32_t port, std::uint32_t idx, FabricDrop why);
   /// Schedules a kPortFree of `port` at its busy_until (a lazy port: at the end of that time's
-  /// grid interval).
+  /// grid interval, in that interval's wake list when the ring has room for it).
   void wake(std::uint32_t port);
+  /// The lazy wake-ups of one grid line (wakes_[slot]): each port's as its own kPortFree would be.
+  void wake_batch(std::uint32_t slot);
   /// Pushes a PAUSE or RESUME for `port` (an egress port whose sender may be in another partition).
   void push_pfc(Time at_ps, Kind kind, std::uint32_t port);
   /// start_tx onto a link to another partition: the packet goes to that partition's outbox.
@@ -421,6 +428,18 @@ class Fabric {
   /// no dequeue has to clear it: each moves busy_until on.
   std::vector<Time> flushed_until_;
   EventQueue events_;
+  /// Lazy wake-ups by grid interval k (one event a grid line instead of one a port: every busy port
+  /// wakes on the same picosecond, which the event queue would have to sort by key): wakes_[k %
+  /// kWakeRing] lists the ports due at the end of interval `interval`, with one kWakeBatch event
+  /// pending while it is not empty. A wake-up further ahead than the ring (a link slower than a grid
+  /// interval a packet, kWakeRing times over) is a kPortFree of its own.
+  struct WakeList {
+    Time interval = 0;
+    std::vector<std::uint32_t> ports;
+  };
+  static constexpr std::uint32_t kWakeRing = 8;
+  std::array<WakeList, kWakeRing> wakes_;
+  std::vector<std::uint32_t> waking_;  ///< the list wake_batch is running (swapped out of wakes_)
   /// The ports we hold (partitioned: those from or to our nodes), in global order; every port id
   /// inside the Fabric (events, packets, groups) is an index here, the global id is Port::gid.
   std::vector<Port> ports_;

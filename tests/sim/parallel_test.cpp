@@ -419,6 +419,16 @@ TEST(SimLazyPorts, SameResultsAsOneEventPerDequeue) {
     SCOPED_TRACE("all-to-all with faults");
     check(t, make_all_to_all(16, 40000), rc);
   }
+  {
+    // A packet takes 33 us on a 1 Gb/s link: the wake-ups of the leaf's port to host 0 (which
+    // receives a flow) lie beyond the ring of grid intervals the lazy ports' wake-ups share (8 of
+    // 1 us) and are events of their own.
+    SCOPED_TRACE("a link slower than the wake ring");
+    RunConfig slow = rc;
+    slow.faults.push_back(LinkFault{0, t.host_link(0, 0), LinkFaultKind::kRate, 1e9});
+    const RunResult e = check(t, make_permutation(16, 100000, 3), slow);
+    EXPECT_GT(e.end, 800_us);  // 100 KB at 1 Gb/s
+  }
   const Topology c = clos(8, 2);
   RunConfig ic;
   ic.evs_per_plane = 8;
