@@ -78,7 +78,6 @@ bool EvManager::init(std::shared_ptr<const Table> table, const Params& p, std::u
   sl_ = table_->slots.data();
   gd_ = table_->good.data();
   pt_ = table_->ports.data();
-  skip_until_.clear();
   cold_.clear();
   delivered_.clear();
   skipped_.clear();
@@ -215,8 +214,12 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
   if (s.role != Role::kActive) return;
   const Time until = now + params_.skip_duration;
   if (s.state == EvState::kSkip) {
-    Time& t = skip_until(slot);
-    t = std::max(t, until);
+    for (Skipped& e : skipped_) {
+      if (e.slot == slot) {
+        e.until = std::max(e.until, until);  // (next_skip_ may now be early: that pass finds it later)
+        break;
+      }
+    }
     return;
   }
   if (s.state != EvState::kGood) return;
@@ -225,7 +228,6 @@ void EvManager::on_skip_signal(std::uint16_t slot, EvCause cause, Time now) {
   const std::uint32_t others = ports_with_good() & ~(1u << port);
   if (others == 0 && ports_[port].good_len == 1) return;
   good_remove(slot);
-  skip_until(slot) = until;
   skipped_.push_back({until, slot});
   next_skip_ = std::min(next_skip_, until);
   set_state(slot, EvState::kSkip, cause, now);
@@ -334,7 +336,7 @@ void EvManager::expire_skips_due(Time now) {
     Time next = kNever;
     std::size_t w = 0;
     for (std::size_t r = 0; r < skipped_.size(); ++r) {
-      Skipped e = skipped_[r];
+      const Skipped e = skipped_[r];
       if (e.until > at) {
         next = std::min(next, e.until);
         skipped_[w++] = e;
@@ -342,14 +344,8 @@ void EvManager::expire_skips_due(Time now) {
       }
       const Slot& s = slots_[e.slot];
       assert(s.state == EvState::kSkip);  // set_state() drops the entry of an EV leaving otherwise
-      e.until = skip_until_[s.skip];      // a signal while skipped may have extended it
-      if (e.until <= at) {
-        set_state(e.slot, EvState::kGood, EvCause::kSkipExpired, at);
-        if (s.role == Role::kActive) good_add(e.slot);
-        continue;
-      }
-      next = std::min(next, e.until);
-      skipped_[w++] = e;
+      set_state(e.slot, EvState::kGood, EvCause::kSkipExpired, at);
+      if (s.role == Role::kActive) good_add(e.slot);
     }
     skipped_.resize(w);
     next_skip_ = next;
@@ -456,8 +452,7 @@ std::uint32_t EvManager::count(EvState st) const {
 }
 
 std::size_t EvManager::heap_bytes() const {
-  return slots_.capacity() * sizeof(Slot) + skip_until_.capacity() * sizeof(Time) +
-         cold_.capacity() * sizeof(Cold) + delivered_.capacity() * sizeof(Time) +
+  return slots_.capacity() * sizeof(Slot) + cold_.capacity() * sizeof(Cold) + delivered_.capacity() * sizeof(Time) +
          ports_.capacity() * sizeof(Port) +
          (good_.capacity() + backup_.capacity() + probing_.capacity()) * sizeof(std::uint16_t) +
          skipped_.capacity() * sizeof(Skipped);

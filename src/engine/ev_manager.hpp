@@ -10,12 +10,11 @@
 // Every transition is reported through the callback given at construction.
 //
 // Memory (D54): the EV list is an immutable table shared by the QPs made from one list (the
-// Endpoint keeps it, Endpoint::shared_ev_table), with the slots (8 bytes an EV: state, role, GOOD
+// Endpoint keeps it, Endpoint::shared_ev_table), with the slots (6 bytes an EV: state, role, GOOD
 // list position), GOOD lists and ports of a manager whose EVs never changed state; a QP reads those
-// until its first change, then copies them. An EV's SKIP expiry is in a side table it enters at its
-// first SKIP, what only an EV that failed or lost a packet needs (probing, loss history) in another,
-// and the delivery times of the EVs come with the first delivery: a QP end that never sends holds
-// none of them.
+// until its first change, then copies them. A SKIP EV's expiry is in the SKIP list (D74), what only
+// an EV that failed or lost a packet needs (probing, loss history) in a side table, and the delivery
+// times of the EVs come with the first delivery: a QP end that never sends holds none of them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -115,9 +114,9 @@ class EvManager {
   };
   /// Valid until the next call that may give another EV its side-table entry.
   LossHistory& loss_history(std::uint16_t slot) { return cold(slot).loss; }
-  /// EVs with an entry in the side tables: of SKIP expiries (they were skipped) and of the rest
-  /// (they failed, or had a loss confirmed, or their port went down).
-  std::size_t skip_entries() const { return skip_until_.size(); }
+  /// EVs in SKIP (each with its expiry), and EVs with an entry in the side table (they failed, or
+  /// had a loss confirmed, or their port went down).
+  std::size_t skip_entries() const { return skipped_.size(); }
   std::size_t cold_entries() const { return cold_.size(); }
 
   // Feedback.
@@ -170,15 +169,14 @@ class EvManager {
 
  private:
   enum class Role : std::uint8_t { kActive, kBackup, kProbing, kDenied, kPortDown };
-  /// What every EV needs: 8 bytes (128 EVs = 1 KB a QP).
+  /// What every EV needs: 6 bytes (128 EVs = 768 B a QP).
   struct Slot {
     EvState state = EvState::kGood;
     Role role = Role::kBackup;
     std::uint16_t good_pos = kNone;  ///< index in its port's GOOD list while GOOD and active
-    std::uint16_t skip = kNone;      ///< its entry in skip_until_, once it was skipped
     std::uint16_t cold = kNone;      ///< its entry in cold_, once it has one
   };
-  static_assert(sizeof(Slot) == 8);
+  static_assert(sizeof(Slot) == 6);
   /// What only an EV that failed, had a loss confirmed or saw its port go down needs (cold_, in
   /// order of first use).
   struct Cold {
@@ -230,16 +228,6 @@ class EvManager {
     }
     return cold_[s.cold];
   }
-  /// The slot's SKIP expiry, its entry made on first use.
-  Time& skip_until(std::uint16_t slot) {
-    own();
-    Slot& s = slots_[slot];
-    if (s.skip == kNone) {
-      s.skip = static_cast<std::uint16_t>(skip_until_.size());
-      skip_until_.push_back(0);
-    }
-    return skip_until_[s.skip];
-  }
   Time delivered(std::uint16_t slot) const { return delivered_.empty() ? 0 : delivered_[slot]; }
   bool has_backup(std::uint8_t port) const;
   void set_state(std::uint16_t slot, EvState to, EvCause cause, Time now);
@@ -267,20 +255,19 @@ class EvManager {
   const std::uint16_t* gd_ = nullptr;
   const Port* pt_ = nullptr;
   std::vector<Slot> slots_;       ///< own copies, empty until the first change (own())
-  std::vector<Time> skip_until_;  ///< side table of SKIP expiries (Slot::skip)
   std::vector<Cold> cold_;        ///< side table (Slot::cold)
   std::vector<Time> delivered_;   ///< per slot: send time of its latest acknowledged first
                                   ///< transmission; empty until the QP's first delivery
   std::vector<Port> ports_;
   std::vector<std::uint16_t> good_;    ///< the ports' GOOD lists (Port::good_off)
   std::vector<std::uint16_t> backup_;  ///< every port's backup pool: a port's last entry is its next
-  /// A SKIP slot and its expiry when it entered the list: the scan reads a slot's state and its
-  /// (maybe extended) skip_until_ entry only once this time is due, not every EV at every scan.
+  /// A SKIP slot and its expiry (extended in place by a signal while skipped): the scan reads the
+  /// slot only once it expires.
   struct Skipped {
     Time until;
     std::uint16_t slot;
   };
-  std::vector<Skipped> skipped_;        ///< SKIP slots (expiry scan)
+  std::vector<Skipped> skipped_;        ///< SKIP slots, in the order they entered SKIP
   std::vector<std::uint16_t> probing_;  ///< ASSUMED_BAD slots
   std::uint32_t good_mask_ = 0;         ///< ports with a non-empty GOOD list
   Time next_skip_ = kNever;

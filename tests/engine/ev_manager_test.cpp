@@ -270,14 +270,14 @@ TEST(EvManager, AFreshManagerReadsTheSharedTableUntilItsFirstStateChange) {
   for (Time t = 1; t <= 1000; ++t) EXPECT_FALSE(e.m.on_delivered(e.m.pick(1), t));
   EXPECT_TRUE(e.m.shares_slots());
   EXPECT_EQ(e.m.heap_bytes(), 128u * 8);
-  // The first state change copies the slots (8 bytes an EV), the GOOD list (2 bytes an active EV)
-  // and the port (8 bytes); the skipped EV adds its expiry (8) and its place in the SKIP list (16:
-  // the slot and the expiry it entered with).
+  // The first state change copies the slots (6 bytes an EV), the GOOD list (2 bytes an active EV)
+  // and the port (8 bytes); the skipped EV adds its place in the SKIP list (16: the slot and its
+  // expiry).
   const std::uint16_t s = e.m.pick(1);
   e.m.on_skip_signal(s, EvCause::kEcnEcho, 2000);
   EXPECT_EQ(e.m.state(s), EvState::kSkip);
   EXPECT_FALSE(e.m.shares_slots());
-  EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 8 + 128 * 2 + 8 + 8 + 16);
+  EXPECT_EQ(e.m.heap_bytes(), 128u * 8 + 128 * 6 + 128 * 2 + 8 + 16);
   // A fresh manager with backups holds nothing of its own either, nor after a controller deny of
   // an EV it does not have.
   Evm b(4, 16, 4);
@@ -327,7 +327,7 @@ TEST(EvManager, ManagersOfOneTableChangeStateApart) {
   }
 }
 
-TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
+TEST(EvManager, OnlyEvsThatFailOrHaveALossConfirmedGetASideTableEntry) {
   Evm e(2, 4, 1);
   const std::uint16_t skipped = e.slot(0, 0), lossy = e.slot(1, 0), failed = e.slot(1, 1);
   e.m.on_skip_signal(skipped, EvCause::kEcnEcho, 100);
@@ -338,8 +338,9 @@ TEST(EvManager, OnlyEvsThatLeaveGoodOrHaveALossConfirmedGetASideTableEntry) {
   EXPECT_EQ(e.m.state(skipped), EvState::kSkip);
   e.m.expire_skips(200 + kSkip);
   EXPECT_EQ(e.m.state(skipped), EvState::kGood);
+  EXPECT_EQ(e.m.skip_entries(), 0u);
   e.m.on_skip_signal(skipped, EvCause::kTrimNack, 300);
-  EXPECT_EQ(e.m.skip_entries(), 1u);  // an entry stays once made, and is used again
+  EXPECT_EQ(e.m.skip_entries(), 1u);  // skipped again
   EXPECT_EQ(e.m.next_skip_expiry(), 300 + kSkip);
   EvManager::LossHistory& h = e.m.loss_history(lossy);
   EXPECT_EQ(h.losses, 0);
