@@ -452,8 +452,8 @@ std::uint32_t EvManager::count(EvState st) const {
 }
 
 std::size_t EvManager::heap_bytes() const {
-  return slots_.capacity() * sizeof(Slot) + cold_.capacity() * sizeof(Cold) + delivered_.capacity() * sizeof(Time) +
-         ports_.capacity() * sizeof(Port) +
+  return slots_.capacity() * sizeof(Slot) + cold_.capacity() * sizeof(Cold) +
+         delivered_.capacity() * sizeof(Time) + ports_.capacity() * sizeof(Port) +
          (good_.capacity() + backup_.capacity() + probing_.capacity()) * sizeof(std::uint16_t) +
          skipped_.capacity() * sizeof(Skipped);
 }

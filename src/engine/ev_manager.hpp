@@ -254,10 +254,10 @@ class EvManager {
   const Slot* sl_ = nullptr;
   const std::uint16_t* gd_ = nullptr;
   const Port* pt_ = nullptr;
-  std::vector<Slot> slots_;       ///< own copies, empty until the first change (own())
-  std::vector<Cold> cold_;        ///< side table (Slot::cold)
-  std::vector<Time> delivered_;   ///< per slot: send time of its latest acknowledged first
-                                  ///< transmission; empty until the QP's first delivery
+  std::vector<Slot> slots_;      ///< own copies, empty until the first change (own())
+  std::vector<Cold> cold_;       ///< side table (Slot::cold)
+  std::vector<Time> delivered_;  ///< per slot: send time of its latest acknowledged first
+                                 ///< transmission; empty until the QP's first delivery
   std::vector<Port> ports_;
   std::vector<std::uint16_t> good_;    ///< the ports' GOOD lists (Port::good_off)
   std::vector<std::uint16_t> backup_;  ///< every port's backup pool: a port's last entry is its next

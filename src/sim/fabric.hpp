@@ -56,9 +56,9 @@
 // order of a key that depends only on the event itself, never on when it was pushed: (class, object, counter
 // of that object) with the classes, first to last, connection starts (schedule_call), faults, reconvergences,
 // PFC PAUSE/RESUME (port, the port's PFC counter), arrivals (port), the lazy ports' wake-ups of one grid
-// line (one event: each port's only touches that port, so they commute), port wake-ups (port) and host
-// timers (host, the host's timer counter). No global state; the per-packet path does not allocate once the packet
-// pool has warmed up.
+// line (one event: a port's wake-up touches only that port, so they commute), port wake-ups (port) and host
+// timers (host, the host's timer counter). No global state; the per-packet path does not allocate once the
+// packet pool has warmed up.
 //
 // Partitions (parallel runs, D55). set_partition() makes this Fabric one partition of a network
 // split over several Fabrics (one per thread, of every rank), each running only the events of its
@@ -319,11 +319,30 @@ class Fabric {
   static std::uint64_t exact_ps_per_byte(double rate_bps, std::uint64_t max_bytes);
 
  private:
-  enum Kind : std::uint8_t { kArrive, kPortFree, kTimer, kFault, kPause, kResume, kReconverge, kCall, kWakeBatch };
+  enum Kind : std::uint8_t {
+    kArrive,
+    kPortFree,
+    kTimer,
+    kFault,
+    kPause,
+    kResume,
+    kReconverge,
+    kCall,
+    kWakeBatch
+  };
   /// Tie-break classes of the event key, in order (see the top of this file). kcWakeBatch: the lazy
   /// ports' wake-ups of one grid line, one event (they commute with each other and with the other
   /// port wake-ups and host timers of that instant; they come after its arrivals).
-  enum KeyClass : std::uint8_t { kcCall, kcFault, kcReconverge, kcPfc, kcArrive, kcWakeBatch, kcPortFree, kcTimer };
+  enum KeyClass : std::uint8_t {
+    kcCall,
+    kcFault,
+    kcReconverge,
+    kcPfc,
+    kcArrive,
+    kcWakeBatch,
+    kcPortFree,
+    kcTimer
+  };
   static std::uint64_t event_key(KeyClass c, std::uint32_t object, std::uint32_t counter) {
     return (static_cast<std::uint64_t>(c) << 61) | (static_cast<std::uint64_t>(object) << 29) |
            (counter & ((1u << 29) - 1));
