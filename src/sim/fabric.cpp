@@ -678,7 +678,7 @@ void Fabric::wake(std::uint32_t port) {
   if (w.ports.empty()) {
     w.interval = k;
     events_.push_keyed(at, kWakeBatch, slot, event_key(kcWakeBatch, 0, 0));
-  } else if (w.interval != k) [[unlikely]] {  // the ring holds an earlier interval there
+  } else if (w.interval != k) [[unlikely]] {  // the slot holds an interval a multiple of kWakeRing away
     events_.push_keyed(at, kPortFree, port, event_key(kcPortFree, pt.gid, 0));
     return;
   }

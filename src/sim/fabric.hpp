@@ -450,8 +450,9 @@ class Fabric {
   /// Lazy wake-ups by grid interval k (one event a grid line instead of one a port: every busy port
   /// wakes on the same picosecond, which the event queue would have to sort by key): wakes_[k %
   /// kWakeRing] lists the ports due at the end of interval `interval`, with one kWakeBatch event
-  /// pending while it is not empty. A wake-up further ahead than the ring (a link slower than a grid
-  /// interval a packet, kWakeRing times over) is a kPortFree of its own.
+  /// pending while it is not empty. A wake-up whose slot holds another interval (kWakeRing or more
+  /// intervals apart: a link slower than a grid interval a packet is waiting there, or this is one)
+  /// is a kPortFree of its own.
   struct WakeList {
     Time interval = 0;
     std::vector<std::uint32_t> ports;
