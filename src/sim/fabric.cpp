@@ -694,11 +694,7 @@ void Fabric::wake_batch(std::uint32_t slot) {
   for (std::size_t i = 0; i < n; ++i) {
     // The ports were last touched a grid interval ago: fetch ahead (two lines a port, then the
     // packet at the head of its queues).
-    if (i + 2 < n) {
-      const char* b = reinterpret_cast<const char*>(&ports_[w[i + 2]]);
-      __builtin_prefetch(b);
-      __builtin_prefetch(b + 64);
-    }
+    if (i + 2 < n) prefetch_hop_lines(w[i + 2]);
     if (i + 1 < n) {
       const Port& nx = ports_[w[i + 1]];
       const std::uint32_t head = nx.ctrl_head != kNone ? nx.ctrl_head : nx.data_head;
@@ -827,27 +823,25 @@ void Fabric::prefetch_ahead() {
       if (const Host& h = hosts_[pt.to]; h.ep != nullptr && pt.head_out != kNone)
         h.ep->prefetch_rx(pt.head_out & kQpnMask, (pt.head_out & kFeedbackBit) != 0);
     } else if (pt.head_out != kNone) {
-      const char* o = reinterpret_cast<const char*>(&ports_[pt.head_out]);
-      __builtin_prefetch(o);
-      __builtin_prefetch(o + 64);
+      prefetch_hop_lines(pt.head_out);
     }
   } else if (n.kind == kWakeBatch) {
-    if (const std::vector<std::uint32_t>& w = wakes_[n.index].ports; !w.empty()) {
-      const char* b = reinterpret_cast<const char*>(&ports_[w[0]]);
-      __builtin_prefetch(b);
-      __builtin_prefetch(b + 64);
-    }
+    if (const std::vector<std::uint32_t>& w = wakes_[n.index].ports; !w.empty()) prefetch_hop_lines(w[0]);
   } else if (n.kind == kPortFree) {
     const Port& pt = ports_[n.index];
     const std::uint32_t head = pt.ctrl_head != kNone ? pt.ctrl_head : pt.data_head;
     if (!pt.from_host && head != kNone) __builtin_prefetch(&pool_[head]);
   }
   if (const QueuedEvent* n2 = events_.peek(1);
-      n2 != nullptr && (n2->kind == kArrive || n2->kind == kPortFree)) {
-    const char* b = reinterpret_cast<const char*>(&ports_[n2->index]);
-    __builtin_prefetch(b);  // its per-hop lines (the third is PFC's)
-    __builtin_prefetch(b + 64);
-  }
+      n2 != nullptr && (n2->kind == kArrive || n2->kind == kPortFree))
+    prefetch_hop_lines(n2->index);
+}
+
+// A port's per-hop lines, the first two of its three (the third is PFC's).
+void Fabric::prefetch_hop_lines(std::uint32_t port) const {
+  const char* b = reinterpret_cast<const char*>(&ports_[port]);
+  __builtin_prefetch(b);
+  __builtin_prefetch(b + 64);
 }
 
 void Fabric::run_until(Time t) {

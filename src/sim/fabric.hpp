@@ -410,6 +410,7 @@ class Fabric {
   void on_resume(std::uint32_t port);
   void on_timer_event(std::uint32_t host, std::uint64_t seq);
   void prefetch_ahead();
+  void prefetch_hop_lines(std::uint32_t port) const;
   void reschedule_timer(std::uint32_t host);
   void deliver(std::uint32_t idx);
   void drop(std::uint32_t port, std::uint32_t idx, FabricDrop why);
