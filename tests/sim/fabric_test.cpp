@@ -176,6 +176,41 @@ TEST(FabricRun, SingleFlowOnIdleFatTreeMatchesUnloadedFct) {
   EXPECT_LT(r2.flows[0].fct_us + 7.0, r.flows[0].fct_us);
 }
 
+// A post at the very picosecond host 0's port frees up (a call runs before that port's
+// wake-up) sends the first packet of the new message at once. The wake-up that follows found the
+// port busy again and queued none for that packet's end: the rest of the message waited for host
+// 0's next input (an ACK, a microsecond or more later). Now it goes out back to back, as it does
+// when the message starts alone on an idle NIC.
+TEST(FabricRun, PostAtThePortFreeInstantKeepsSending) {
+  FatTreeConfig c;
+  c.k = 8;
+  const Topology t = make_fat_tree(c);
+  RunConfig rc;
+  rc.evs_per_plane = 1;
+  // A one-packet message whose wire size makes its end a whole nanosecond at 100 Gb/s (80 ps a
+  // byte): the second message starts then. (No pad: a multiple of 4 bytes.)
+  const std::uint32_t fixed =
+      static_cast<std::uint32_t>(wire::header_size(wire::Opcode::kWriteOnlyImm, false)) +
+      static_cast<std::uint32_t>(wire::kIcrcSize) + rc.fabric.wire_overhead;
+  std::uint64_t first = 1000;
+  while ((first + fixed) % 25 != 0 || first % 4 != 0) ++first;
+  const Time at = (first + fixed) * 80 / 1000;
+  const std::uint64_t bytes = 3 * rc.pmtu;
+  ConnMatrix both;
+  both.nodes = t.hosts;
+  both.conns.push_back(ConnSpec{0, 1, 1, 0, first});
+  both.conns.push_back(ConnSpec{0, 2, 2, at, bytes});
+  ConnMatrix alone;
+  alone.nodes = t.hosts;
+  alone.conns.push_back(ConnSpec{0, 2, 1, at, bytes});
+  const RunResult r = run_matrix(t, both, rc), a = run_matrix(t, alone, rc);
+  ASSERT_EQ(r.finished, 2u);
+  ASSERT_EQ(a.finished, 1u);
+  EXPECT_EQ(r.flows[1].posted, at);
+  // Within an ACK's serialisation (the first message's ACK shares host 0's downlink).
+  EXPECT_NEAR(r.flows[1].fct_us, a.flows[0].fct_us, 0.05);
+}
+
 /// The 3 other hosts of host 0's ToR (k=8) write into host 0: congestion only on its downlink.
 ConnMatrix incast(std::uint64_t bytes) {
   ConnMatrix m;
