@@ -136,6 +136,13 @@ TEST(Clos2, MultiPlaneWiringAndPlaneSelection) {
 
 // --- with endpoints ------------------------------------------------------------------------------
 
+/// htsim's default network: a k=8 fat tree, 128 hosts, 100 Gb/s, 1 us a link.
+Topology k8() {
+  FatTreeConfig c;
+  c.k = 8;
+  return make_fat_tree(c);
+}
+
 ConnMatrix one_flow(std::uint32_t nodes, std::uint32_t src, std::uint32_t dst, std::uint64_t bytes) {
   ConnMatrix m;
   m.nodes = nodes;
@@ -144,9 +151,7 @@ ConnMatrix one_flow(std::uint32_t nodes, std::uint32_t src, std::uint32_t dst, s
 }
 
 TEST(FabricRun, SingleFlowOnIdleFatTreeMatchesUnloadedFct) {
-  FatTreeConfig c;
-  c.k = 8;
-  const Topology t = make_fat_tree(c);
+  const Topology t = k8();
   RunConfig rc;
   // One EV: with spraying, the short last packet overtakes full ones on parallel paths and the
   // engine's responder then waits for a tail probe before its final SACK (see the report).
@@ -182,9 +187,7 @@ TEST(FabricRun, SingleFlowOnIdleFatTreeMatchesUnloadedFct) {
 // 0's next input (an ACK, a microsecond or more later). Now it goes out back to back, as it does
 // when the message starts alone on an idle NIC.
 TEST(FabricRun, PostAtThePortFreeInstantKeepsSending) {
-  FatTreeConfig c;
-  c.k = 8;
-  const Topology t = make_fat_tree(c);
+  const Topology t = k8();
   RunConfig rc;
   rc.evs_per_plane = 1;
   // A one-packet message whose wire size makes its end a whole nanosecond at 100 Gb/s (80 ps a
@@ -220,13 +223,11 @@ ConnMatrix incast(std::uint64_t bytes) {
 }
 
 RunResult run_incast(const QueueConfig& q, bool nscc) {
-  FatTreeConfig c;
-  c.k = 8;
   RunConfig rc;
   rc.fabric.queue = q;
   rc.nscc = nscc;
   rc.limit = 50_ms;
-  return run_matrix(make_fat_tree(c), incast(512 * 1024), rc);
+  return run_matrix(k8(), incast(512 * 1024), rc);
 }
 
 TEST(FabricRun, IncastTrimsAndMarks) {
