@@ -1192,9 +1192,10 @@ void Fabric::on_port_free(std::uint32_t port) {
   if (pt.from_host) {
     last_ps_ = now_ps_;
     service(pt.from);
-    // An event of this very picosecond that runs before port wake-ups (an arrival, a post) may
-    // have sent on this port while this wake-up was pending, so inject() queued none: the end of
-    // that packet needs one (without it the NIC stayed silent until its next input).
+    // An event of this very picosecond that ran before this wake-up (an arrival, a post, the
+    // wake-up of another of the host's ports) may have sent on this port while this wake-up was
+    // pending, so inject() queued none: the end of that packet needs one (without it the NIC
+    // stayed silent until its next input).
     if (!pt.wake_pending && pt.busy_until > now_ps_) wake(port);
     return;
   }
