@@ -2,7 +2,7 @@
 # The training runs of `./dev pgo`: an instrumented `mrc` (MRC_PGO=generate) runs them and records
 # where its time goes. On purpose none of them is a workload of bench/sim_speed.sh (htsim's
 # permutation and incast matrices, the all-to-alls of 64, 128 and 256 hosts): the benchmark then
-# measures the optimisation on inputs it was not trained on. About 20 s of one core.
+# measures the optimisation on inputs it was not trained on. About 12 s of one core (instrumented).
 #   tools/pgo_train.sh MRC WORKDIR
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
