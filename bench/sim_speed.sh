@@ -7,7 +7,7 @@
 #                      [--threads N] [--workloads LIST | --all]
 #
 #   --mrc        the mrc binary (default: build/tools/mrc/mrc; build-pgo/tools/mrc/mrc is the same
-#                program with profile-guided optimisation, `./dev pgo`: 5-15 % less CPU)
+#                program with profile-guided optimisation, `./dev pgo`: 10-13 % fewer instructions)
 #   --htsim      an htsim_uec binary
 #   --htsim-src  a uet-htsim git repository: commit 40ccb05 is exported to a temporary directory and
 #                htsim_uec is built there with one job (about 4 minutes of one core); it also
@@ -127,27 +127,7 @@ make_cm() {
 }
 
 # The scenario `mrc sim` runs: htsim's default UEC network (docs/htsim.md §2), MRC over 128 EVs.
-write_toml() {
-  cat >"$1" <<EOF
-name = "$2"
-limit_us = 100000
-[topology]
-kind = "fattree"
-k = $3
-[queue]
-data_bytes = 178450
-trimming = true
-ecn_kmin = 37350
-ecn_kmax = 145250
-[transport]
-kind = "mrc"
-evs = 128
-nscc = true
-[workload]
-kind = "cm"
-cm = "$CM_DIR/$4"
-EOF
-}
+source "$ROOT/tools/cm/htsim_net.sh"
 
 # One timed run: name, command... -> "wall cpu rss_kb"; program output in $WORK/<name>.out. CPU
 # is user + system to the microsecond (wait4 of /usr/bin/time, which includes the program it
@@ -181,7 +161,7 @@ for w in "${LIST[@]}"; do
   read -r cm k end <<<"$(spec "$w")"
   make_cm "$w" "$cm" || continue
   flows=$(awk 'NR == 2 {print $2}' "$CM_DIR/$cm")
-  write_toml "$WORK/$w.toml" "$w" "$k" "$cm"
+  htsim_scenario "$WORK/$w.toml" "$w" "$k" 'kind = "cm"' "cm = \"$CM_DIR/$cm\""
   best_h=""; best_m=""; ratios=""
   for i in $(seq "$RUNS"); do
     hpin=(); mpin=(); mpid=""

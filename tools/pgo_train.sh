@@ -10,19 +10,7 @@ MRC=$1
 mkdir -p "$2"
 WORK=$(cd "$2" && pwd)  # absolute: a scenario's matrix path is relative to the scenario's file
 
-# htsim's default UEC network (docs/htsim.md §2), MRC over 128 EVs with NSCC: the simulator's
-# canonical setting, with other matrices than the benchmark's.
-htsim_net() {  # name workload-lines...
-  local name=$1; shift
-  {
-    printf 'name = "%s"\nlimit_us = 100000\n' "$name"
-    printf '[topology]\nkind = "fattree"\nk = 8\n'
-    printf '[queue]\ndata_bytes = 178450\ntrimming = true\necn_kmin = 37350\necn_kmax = 145250\n'
-    printf '[transport]\nkind = "mrc"\nevs = 128\nnscc = true\n'
-    printf '[workload]\n'
-    printf '%s\n' "$@"
-  } >"$WORK/$name.toml"
-}
+source "$ROOT/tools/cm/htsim_net.sh"
 
 # A 63 -> 1 incast of 2 MB per sender onto host 77, from every other even-numbered host.
 python3 - "$WORK/incast63.cm" <<'EOF'
@@ -36,9 +24,10 @@ with open(sys.argv[1], "w") as f:
 EOF
 python3 "$ROOT/tools/cm/gen_all_to_all.py" "$WORK/a2a48.cm" 48 196608 --network 128 >/dev/null
 
-htsim_net pgo_perm 'kind = "permutation"' 'bytes = 1048576' 'seed = 3'
-htsim_net pgo_incast 'kind = "cm"' "cm = \"$WORK/incast63.cm\""
-htsim_net pgo_a2a 'kind = "cm"' "cm = \"$WORK/a2a48.cm\""
+# htsim's network with other matrices than the benchmark's.
+htsim_scenario "$WORK/pgo_perm.toml" pgo_perm 8 'kind = "permutation"' 'bytes = 1048576' 'seed = 3'
+htsim_scenario "$WORK/pgo_incast.toml" pgo_incast 8 'kind = "cm"' "cm = \"$WORK/incast63.cm\""
+htsim_scenario "$WORK/pgo_a2a.toml" pgo_a2a 8 'kind = "cm"' "cm = \"$WORK/a2a48.cm\""
 
 run() {  # label, mrc sim arguments...
   local label=$1; shift
