@@ -253,6 +253,15 @@ class Endpoint {
   /// Produces the next packet to send on one of the ports in `free_ports` (bit i = port i can take
   /// a packet now). Returns false when nothing may be sent now.
   bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
+  /// Something may be sent by poll_tx() (a QP on the ready list, or an endpoint packet queued).
+  bool tx_pending() const { return !tx_ready_.empty() || !ep_tx_.empty(); }
+  /// For a driver whose port is busy until `at` after poll_tx() returned a packet, with nothing
+  /// else done since: true if a poll_tx() at `at` would send nothing and only take the endpoint's
+  /// one QP off the ready list (its window closed), which this does now. The driver may then skip
+  /// that poll, provided that it polls when a port frees up whenever tx_pending() says so after
+  /// any later input (a packet, a timer, a post, a port change). An incast's senders, one QP each
+  /// and waiting for an ACK after every packet, are in this state most of the time.
+  bool settle_tx(Time at);
   /// Earliest time on_timer() must run (kNever if none).
   Time next_deadline() const;
   void on_timer(Time now);

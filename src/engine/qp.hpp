@@ -65,6 +65,13 @@ class Qp {
 
   void on_packet(const wire::Packet& p, const RxMeta& meta, Time now);
   bool poll_tx(TxPacket& out, Time now, std::uint32_t free_ports);
+  /// Right after poll_tx() sent, with nothing changed since: true if a poll_tx() at `at` would send
+  /// nothing and only close the window (Requester::settle_blocked), and then leave the QP off the
+  /// ready list (!wants_tx()). Not with control queued or a run of it under way (ctrl_run_, which
+  /// that poll would reset), so the poll it stands for changes nothing else.
+  bool settle_blocked(Time at) {
+    return state_ == QpState::kRts && ctrl_.empty() && ctrl_run_ == 0 && req_.settle_blocked(at);
+  }
   /// May produce something in poll_tx() now (cheap, conservative).
   bool wants_tx() const {
     if (state_ == QpState::kReset || state_ == QpState::kInit) return false;

@@ -56,6 +56,10 @@ class Requester {
   [[gnu::always_inline]] inline bool poll(TxPacket& out, std::uint32_t ports, Time now);
   /// May produce something in poll() now (cheap, conservative).
   inline bool wants_tx() const;
+  /// Right after a poll() that sent, with nothing changed since: true if a poll() at `at` would
+  /// find only a closed window (for the next new packet: nothing lost, second copy, probe or
+  /// tail-loss probe due), which this then records as that poll would (window_blocked_).
+  inline bool settle_blocked(Time at);
   /// Something lost, unsent or to be duplicated waits to go out.
   bool has_queued() const { return !dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0; }
   /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
@@ -321,6 +325,24 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
     --sq_unsent_;
   }
   return build_data(out, psn, false, slot, now);
+}
+
+// poll()'s early outs, in its order, for a poll at `at`.
+inline bool Requester::settle_blocked(Time at) {
+  if (evm_.next_probe_time() != kNever || tail_probe_at_ <= at || sent_.lost() > 0 || !dup_queue_.empty() ||
+      sq_unsent_ == 0)
+    return false;
+  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) < window_psns()) {
+    const SendWqe& w = sq_.slot(sq_seg_);
+    if (w.sent_pkts == 0 && w.wr.with_imm &&
+        wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
+      return false;  // held by the WIMM limit: poll() returns without closing the window
+    const std::uint32_t offset = w.sent_pkts * cfg_.pmtu;
+    const std::uint32_t len = std::min(cfg_.pmtu, w.wr.length - std::min(w.wr.length, offset));
+    if (cc_.can_send(len + kPktOverhead)) return false;
+  }
+  window_blocked_ = true;
+  return true;
 }
 
 inline bool Requester::wants_tx() const {

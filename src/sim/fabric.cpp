@@ -1054,6 +1054,14 @@ void Fabric::service(std::uint32_t host) {
     }
     inject(host, tx);
   }
+  // A port the endpoint let go of its wake-up (settle_tx) gets it back once there is something to
+  // send: the event the send would have queued, at the same time, with the same key.
+  if (with_nic(h, [](auto& nic) { return nic.tx_pending(); })) {
+    for (std::uint32_t p = 0; p < planes; ++p) {
+      const std::uint32_t port = host_port_[host * planes + p];
+      if (!ports_[port].wake_pending && ports_[port].busy_until > now_ps_) wake(port);
+    }
+  }
   reschedule_timer(host);
 }
 
@@ -1097,7 +1105,11 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   const std::uint32_t port = host_port_[host * planes_ + tx.port];
   start_tx(port, idx, now_ps_);
   Port& pt = ports_[port];
-  if (!pt.wake_pending) wake(port);  // re-poll the endpoint when the port frees up
+  // Re-poll the endpoint when the port frees up, unless that poll would find nothing (service()
+  // brings the wake-up back if an input gives the endpoint something to send before then).
+  if (!pt.wake_pending &&
+      !with_nic(hosts_[host], [&](auto& nic) { return nic.settle_tx(pt.busy_until / 1000); }))
+    wake(port);
 }
 
 void Fabric::reschedule_timer(std::uint32_t host) {
@@ -1191,12 +1203,11 @@ void Fabric::on_port_free(std::uint32_t port) {
   pt.wake_pending = false;
   if (pt.from_host) {
     last_ps_ = now_ps_;
-    service(pt.from);
     // An event of this very picosecond that ran before this wake-up (an arrival, a post, the
     // wake-up of another of the host's ports) may have sent on this port while this wake-up was
-    // pending, so inject() queued none: the end of that packet needs one (without it the NIC
-    // stayed silent until its next input).
-    if (!pt.wake_pending && pt.busy_until > now_ps_) wake(port);
+    // pending, so inject() queued none: service() wakes the port at the end of that packet if the
+    // endpoint has something to send (without it the NIC stayed silent until its next input).
+    service(pt.from);
     return;
   }
   if (pt.lazy) {

@@ -165,6 +165,8 @@ class RoceNic {
   void receive(std::span<const std::uint8_t> pkt, const engine::RxMeta& meta, Time now);
   bool poll_tx(engine::TxPacket& out, Time now, std::uint32_t free_ports);
   Time next_deadline() const;
+  bool tx_pending() const { return true; }
+  bool settle_tx(Time /*at*/) { return false; }
   void on_timer(Time now);
 
   // --- introspection ---------------------------------------------------------------------------------

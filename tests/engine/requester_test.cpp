@@ -264,6 +264,55 @@ TEST(Requester, AQpBlockedByItsWindowLeavesTheReadyListUntilASackOpensIt) {
   EXPECT_FALSE(r.qp().wants_tx());
 }
 
+TEST(Requester, AnEndpointWhoseOnlyQpFilledItsWindowTakesItOffTheReadyListAtOnce) {
+  // A driver whose port is busy until `at` after a send asks settle_tx(at): true only if a poll at
+  // `at` would find nothing but the closed window, and then the endpoint has nothing pending (the
+  // driver skips that poll) until the SACK that opens the window.
+  Rig r;
+  for (std::uint64_t i = 0; i < 17; ++i) ASSERT_EQ(r.post(i, 1 << 16, 1000), 0);  // 17 x 64 packets
+  const std::size_t window = r.rq().window_psns();
+  ASSERT_LT(window, 17u * 64);
+  engine::TxPacket tx;
+  for (std::size_t k = 0; k + 1 < window; ++k) {
+    ASSERT_TRUE(r.ep->poll_tx(tx, 1000, kPorts));
+    ASSERT_FALSE(r.ep->settle_tx(1001)) << "the window still has room after packet " << k;
+  }
+  ASSERT_TRUE(r.ep->poll_tx(tx, 1000, kPorts));  // the last packet the window takes
+  EXPECT_TRUE(r.ep->tx_pending());
+  // A poll once the tail-loss probe is due would resend: nothing is settled for that time.
+  EXPECT_FALSE(r.ep->settle_tx(kNever - 1));
+  EXPECT_TRUE(r.ep->tx_pending());
+  EXPECT_TRUE(r.ep->settle_tx(1001));
+  EXPECT_FALSE(r.ep->tx_pending());
+  EXPECT_FALSE(r.qp().wants_tx());
+  EXPECT_FALSE(r.ep->poll_tx(tx, 1001, kPorts));   // what the skipped poll would have found
+  r.rq().handle_sack(make_sack(psn(3), 3), 5000);  // PSNs 0-3 acknowledged
+  EXPECT_TRUE(r.ep->tx_pending());
+  std::size_t sent = 0;
+  while (r.ep->poll_tx(tx, 5000, kPorts)) ++sent;
+  EXPECT_EQ(sent, 4u);
+}
+
+TEST(Requester, AnEndpointWithTwoQpsDoesNotSettle) {
+  // With another QP, one that joins the ready list before the skipped poll's time would change
+  // the round robin's order: settle_tx() refuses.
+  Rig r;
+  engine::QpConfig c;
+  c.pmtu = kPmtu;
+  c.mpr = c.mpr_dest = 8;
+  c.evs = engine::make_ev_set(2, 4, 1);
+  c.active_count = 8;
+  ASSERT_NE(r.ep->create_qp(c), 0u);
+  for (std::uint64_t i = 0; i < 17; ++i) ASSERT_EQ(r.post(i, 1 << 16, 1000), 0);
+  const std::size_t window = r.rq().window_psns();
+  engine::TxPacket tx;
+  for (std::size_t k = 0; k < window; ++k) ASSERT_TRUE(r.ep->poll_tx(tx, 1000, kPorts));
+  EXPECT_FALSE(r.ep->settle_tx(1001));
+  EXPECT_TRUE(r.ep->tx_pending());
+  EXPECT_FALSE(r.ep->poll_tx(tx, 1001, kPorts));  // the poll finds the window closed ...
+  EXPECT_FALSE(r.ep->tx_pending());               // ... and takes the QP off the list
+}
+
 TEST(Requester, RtoRetriesRunOutIntoAnErrorCompletion) {
   engine::Tunables tun;
   tun.tail_probe_delay = 1'000'000'000;  // only the RTO acts
