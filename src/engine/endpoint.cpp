@@ -403,11 +403,10 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
   return false;
 }
 
-bool Endpoint::settle_tx(Time at) {
-  // Only with one QP at all: the poll at `at` would visit it first, and no other QP can join the
-  // ready list before then, so taking it off now leaves the list as that poll would. (With two
-  // QPs ready when the poll comes, the round robin would visit them in a different order.)
-  if (qps_.size() != 1 || tx_ready_.size() != 1 || !ep_tx_.empty()) return false;
+// settle_tx() only with one QP at all: the poll at `at` would visit it first, and no other QP can
+// join the ready list before then, so taking it off now leaves the list as that poll would. (With
+// two QPs ready when the poll comes, the round robin would visit them in a different order.)
+bool Endpoint::settle_one(Time at) {
   const std::uint32_t i = tx_ready_[0];
   if (!qps_[i]->settle_blocked(at)) return false;
   in_ready_[i] = 0;

@@ -261,7 +261,9 @@ class Endpoint {
   /// that poll, provided that it polls when a port frees up whenever tx_pending() says so after
   /// any later input (a packet, a timer, a post, a port change). An incast's senders, one QP each
   /// and waiting for an ACK after every packet, are in this state most of the time.
-  bool settle_tx(Time at);
+  bool settle_tx(Time at) {
+    return qps_.size() == 1 && tx_ready_.size() == 1 && ep_tx_.empty() && settle_one(at);
+  }
   /// Earliest time on_timer() must run (kNever if none).
   Time next_deadline() const;
   void on_timer(Time now);
@@ -327,6 +329,7 @@ class Endpoint {
     dirty_.push_back(i);
   }
   void refresh_deadlines() const;
+  bool settle_one(Time at);  ///< settle_tx() past its cheap checks
   void due_set(std::uint32_t i, Time t) const;
   bool due_less(std::uint32_t a, std::uint32_t b) const {
     return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;

@@ -117,6 +117,7 @@ struct Fabric::Host {
   RoceNic* roce = nullptr;
   NodeTimer timer;              ///< queue time in ps
   std::uint32_t timer_gen = 0;  ///< timer events pushed (their key)
+  bool settled = false;         ///< a port of it went without a wake-up (Endpoint::settle_tx)
 };
 
 /// An event for another partition: an arrival (a copy of the packet, its bytes at bytes_at in the
@@ -1056,7 +1057,8 @@ void Fabric::service(std::uint32_t host) {
   }
   // A port the endpoint let go of its wake-up (settle_tx) gets it back once there is something to
   // send: the event the send would have queued, at the same time, with the same key.
-  if (with_nic(h, [](auto& nic) { return nic.tx_pending(); })) {
+  if (h.settled && with_nic(h, [](auto& nic) { return nic.tx_pending(); })) {
+    h.settled = false;
     for (std::uint32_t p = 0; p < planes; ++p) {
       const std::uint32_t port = host_port_[host * planes + p];
       if (!ports_[port].wake_pending && ports_[port].busy_until > now_ps_) wake(port);
@@ -1107,9 +1109,13 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   Port& pt = ports_[port];
   // Re-poll the endpoint when the port frees up, unless that poll would find nothing (service()
   // brings the wake-up back if an input gives the endpoint something to send before then).
-  if (!pt.wake_pending &&
-      !with_nic(hosts_[host], [&](auto& nic) { return nic.settle_tx(pt.busy_until / 1000); }))
+  if (pt.wake_pending) return;
+  Host& h = hosts_[host];
+  if (with_nic(h, [&](auto& nic) { return nic.settle_tx(pt.busy_until / 1000); })) {
+    h.settled = true;
+  } else {
     wake(port);
+  }
 }
 
 void Fabric::reschedule_timer(std::uint32_t host) {
@@ -1205,9 +1211,11 @@ void Fabric::on_port_free(std::uint32_t port) {
     last_ps_ = now_ps_;
     // An event of this very picosecond that ran before this wake-up (an arrival, a post, the
     // wake-up of another of the host's ports) may have sent on this port while this wake-up was
-    // pending, so inject() queued none: service() wakes the port at the end of that packet if the
-    // endpoint has something to send (without it the NIC stayed silent until its next input).
+    // pending, so inject() queued none: the end of that packet needs one (without it the NIC
+    // stayed silent until its next input). A packet service() sends now has inject() see to it.
+    const bool sent_while_pending = pt.busy_until > now_ps_;
     service(pt.from);
+    if (sent_while_pending && !pt.wake_pending) wake(port);
     return;
   }
   if (pt.lazy) {
