@@ -60,6 +60,10 @@ class Requester {
   /// find only a closed window (for the next new packet: nothing lost, second copy, probe or
   /// tail-loss probe due), which this then records as that poll would (window_blocked_).
   inline bool settle_blocked(Time at);
+  /// What holds the next new packet, if anything (kGo: nothing; `len` is then its payload):
+  /// poll() and settle_blocked() ask the same gates in the same order.
+  enum class NewDataGate : std::uint8_t { kGo, kNothing, kWindow, kWimm };
+  [[gnu::always_inline]] inline NewDataGate new_data_gate(std::uint32_t& len) const;
   /// Something lost, unsent or to be duplicated waits to go out.
   bool has_queued() const { return !dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0; }
   /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
@@ -291,21 +295,18 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
   // 2b. Second copies of failover retransmissions (D56), before new data.
   if (!dup_queue_.empty() && poll_dup(out, ports)) return true;
   // 3. New data within the MPR window, the WIMM limit and the congestion window.
-  if (sq_unsent_ == 0) return false;
-  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) {
-    window_blocked_ = true;
-    return false;
+  std::uint32_t len = 0;
+  switch (new_data_gate(len)) {
+    case NewDataGate::kGo:
+      break;
+    case NewDataGate::kWindow:
+      window_blocked_ = true;
+      return false;
+    case NewDataGate::kNothing:
+    case NewDataGate::kWimm:
+      return false;
   }
   SendWqe& w = sq_.slot(sq_seg_);
-  if (w.sent_pkts == 0 && w.wr.with_imm &&
-      wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
-    return false;
-  const std::uint32_t offset = w.sent_pkts * cfg_.pmtu;
-  const std::uint32_t len = std::min(cfg_.pmtu, w.wr.length - std::min(w.wr.length, offset));
-  if (!cc_.can_send(len + kPktOverhead)) {
-    window_blocked_ = true;
-    return false;
-  }
   const std::uint16_t slot = evm_.pick(ports);
   if (slot == EvManager::kNone) return false;
   if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= sent_.slots())
@@ -327,20 +328,24 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
   return build_data(out, psn, false, slot, now);
 }
 
-// poll()'s early outs, in its order, for a poll at `at`.
+inline Requester::NewDataGate Requester::new_data_gate(std::uint32_t& len) const {
+  if (sq_unsent_ == 0) return NewDataGate::kNothing;
+  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) >= window_psns()) return NewDataGate::kWindow;
+  const SendWqe& w = sq_.slot(sq_seg_);
+  if (w.sent_pkts == 0 && w.wr.with_imm &&
+      wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
+    return NewDataGate::kWimm;  // poll() returns without closing the window
+  const std::uint32_t offset = w.sent_pkts * cfg_.pmtu;
+  len = std::min(cfg_.pmtu, w.wr.length - std::min(w.wr.length, offset));
+  return cc_.can_send(len + kPktOverhead) ? NewDataGate::kGo : NewDataGate::kWindow;
+}
+
+// poll()'s steps before new data, then its gates for new data, for a poll at `at`.
 inline bool Requester::settle_blocked(Time at) {
-  if (evm_.next_probe_time() != kNever || tail_probe_at_ <= at || sent_.lost() > 0 || !dup_queue_.empty() ||
-      sq_unsent_ == 0)
+  if (evm_.next_probe_time() != kNever || tail_probe_at_ <= at || sent_.lost() > 0 || !dup_queue_.empty())
     return false;
-  if (static_cast<std::uint32_t>(psn_diff(snd_nxt_, snd_una_)) < window_psns()) {
-    const SendWqe& w = sq_.slot(sq_seg_);
-    if (w.sent_pkts == 0 && w.wr.with_imm &&
-        wimm_outstanding_ >= std::min<std::uint32_t>(cfg_.max_wimm, remote_.peer_max_wimm_dest))
-      return false;  // held by the WIMM limit: poll() returns without closing the window
-    const std::uint32_t offset = w.sent_pkts * cfg_.pmtu;
-    const std::uint32_t len = std::min(cfg_.pmtu, w.wr.length - std::min(w.wr.length, offset));
-    if (cc_.can_send(len + kPktOverhead)) return false;
-  }
+  std::uint32_t len = 0;
+  if (new_data_gate(len) != NewDataGate::kWindow) return false;
   window_blocked_ = true;
   return true;
 }
