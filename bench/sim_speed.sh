@@ -3,8 +3,8 @@
 # is run by `mrc sim` and by uet-htsim's htsim_uec (docs/htsim.md: its default UEC network, 128 EVs,
 # sender CC only), one after the other in the same invocation, and a ratio table is printed.
 #
-#   bench/sim_speed.sh [--mrc PATH] [--htsim PATH | --htsim-src GITDIR] [--runs N] [--paired]
-#                      [--threads N] [--workloads LIST | --all]
+#   bench/sim_speed.sh [--mrc PATH] [--htsim PATH | --htsim-src GITDIR] [--runs N]
+#                      [--paired | --alternate] [--threads N] [--workloads LIST | --all]
 #
 #   --mrc        the mrc binary (default: build/tools/mrc/mrc; build-pgo/tools/mrc/mrc is the same
 #                program with profile-guided optimisation, `./dev pgo`: 10-13 % fewer instructions)
@@ -21,7 +21,13 @@
 #                memory bandwidth and the last-level cache), and where one core is slower than the
 #                other (by up to half, seen), an even number of runs puts each simulator on each
 #                core equally often: the geometric mean cancels that factor, a median may not.
-#                Needs 2 cores and taskset.
+#                Needs 2 cores and taskset. Running together, they also slow each other down
+#                (shared cache, memory bandwidth), by amounts that differ by workload.
+#   --alternate  each run starts htsim and mrc one after the other on the same core (the last one),
+#                the order swapped every run; the speed-up is the geometric mean of the ratios
+#                within a run. Each simulator has the machine to itself, as a user's run would;
+#                neighbouring runs share the machine's drift. Needs taskset. (docs/htsim.md §6
+#                compares the two on one machine.)
 #   --threads    `mrc sim --threads N` (default 1; htsim has one thread): then wall_x is the figure
 #                that compares what a user waits for; cpu_x then also counts the threads' spinning
 #                at the window barriers. Not with --paired.
@@ -47,6 +53,7 @@ HTSIM=""
 HTSIM_SRC=""
 RUNS=1
 PAIRED=0
+ALTERNATE=0
 THREADS=1
 WORKLOADS=perm128,incast128,a2a64,a2a128
 while [ $# -gt 0 ]; do
@@ -56,6 +63,7 @@ while [ $# -gt 0 ]; do
     --htsim-src) HTSIM_SRC=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --paired) PAIRED=1; shift ;;
+    --alternate) ALTERNATE=1; shift ;;
     --threads) THREADS=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --all) WORKLOADS=perm128,perm1024,incast128,a2a64,a2a128,a2a256; shift ;;
@@ -63,8 +71,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "sim_speed.sh: --threads needs a positive integer" >&2; exit 2; }
-if [ "$PAIRED" = 1 ] && [ "$THREADS" != 1 ]; then
-  echo "sim_speed.sh: --paired pins mrc to one core: not with --threads" >&2; exit 2
+if [ "$PAIRED" = 1 ] && [ "$ALTERNATE" = 1 ]; then
+  echo "sim_speed.sh: --paired or --alternate, not both" >&2; exit 2
+fi
+if { [ "$PAIRED" = 1 ] || [ "$ALTERNATE" = 1 ]; } && [ "$THREADS" != 1 ]; then
+  echo "sim_speed.sh: --paired and --alternate pin mrc to one core: not with --threads" >&2; exit 2
 fi
 HTSIM_COMMIT=40ccb0526bb6297eeb22ab33f9934fb35278dbaf
 CM_DIR=$ROOT/scenarios/cm
@@ -93,6 +104,12 @@ if [ "$PAIRED" = 1 ]; then
   command -v taskset >/dev/null || { echo "sim_speed.sh: --paired needs taskset (util-linux)" >&2; exit 2; }
   [ "$(nproc)" -ge 2 ] || { echo "sim_speed.sh: --paired needs 2 cores" >&2; exit 2; }
 fi
+if [ "$ALTERNATE" = 1 ]; then
+  [ -n "$HTSIM" ] || { echo "sim_speed.sh: --alternate needs htsim" >&2; exit 2; }
+  command -v taskset >/dev/null || { echo "sim_speed.sh: --alternate needs taskset (util-linux)" >&2; exit 2; }
+fi
+# A ratio within each run: both simulators ran under the same conditions.
+WITHIN=$((PAIRED | ALTERNATE))
 
 # workload -> "cm-file k htsim-end-us"
 spec() {
@@ -128,6 +145,11 @@ make_cm() {
 
 # The scenario `mrc sim` runs: htsim's default UEC network (docs/htsim.md §2), MRC over 128 EVs.
 source "$ROOT/tools/cm/htsim_net.sh"
+
+# mrc's timed run -> $WORK/m.t (mrc's program output in $WORK/m_<workload>.out).
+run_mrc() {
+  (cd "$WORK" && timed "m_$1" "${mpin[@]}" "$MRC" sim --no-progress --json --threads "$THREADS" "$WORK/$1.toml") >"$WORK/m.t"
+}
 
 # One timed run: name, command... -> "wall cpu rss_kb"; program output in $WORK/<name>.out. CPU
 # is user + system to the microsecond (wait4 of /usr/bin/time, which includes the program it
@@ -167,8 +189,11 @@ for w in "${LIST[@]}"; do
     hpin=(); mpin=(); mpid=""
     if [ "$PAIRED" = 1 ]; then  # together, on cores 0 / 1, swapped every run
       hpin=(taskset -c $((i % 2))); mpin=(taskset -c $(((i + 1) % 2)))
-      (cd "$WORK" && timed "m_$w" "${mpin[@]}" "$MRC" sim --no-progress --json "$WORK/$w.toml") >"$WORK/m.t" &
+      run_mrc "$w" &
       mpid=$!
+    elif [ "$ALTERNATE" = 1 ]; then  # one core, one after the other, mrc first on even runs
+      hpin=(taskset -c $(($(nproc) - 1))); mpin=("${hpin[@]}")
+      if [ $((i % 2)) = 0 ]; then run_mrc "$w"; mpid=done; fi
     fi
     if [ -n "$HTSIM" ]; then
       (cd "$WORK" && timed "h_$w" "${hpin[@]}" "$HTSIM" -tm "$CM_DIR/$cm" -sender_cc_only -paths 128 -end "$end" \
@@ -183,10 +208,12 @@ for w in "${LIST[@]}"; do
         best_h="$hw $hc $hr $hp $hm"
       fi
     fi
-    if [ -n "$mpid" ]; then
+    if [ "$mpid" = done ]; then
+      :
+    elif [ -n "$mpid" ]; then
       wait "$mpid"
     else
-      (cd "$WORK" && timed "m_$w" "$MRC" sim --no-progress --json --threads "$THREADS" "$WORK/$w.toml") >"$WORK/m.t"
+      run_mrc "$w"
     fi
     read -r mw mc mr <"$WORK/m.t"
     if [ -n "$HTSIM" ]; then
@@ -213,16 +240,19 @@ except Exception:
   med=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print "-"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
   geo=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | awk '{s += log($1)} END{if (NR == 0) print "-"; else printf "%.3f", exp(s / NR)}')
   if [ "$PAIRED" = 1 ]; then echo "$w paired htsim/mrc CPU ratios:$ratios (geometric mean $geo, median $med)"; fi
+  if [ "$ALTERNATE" = 1 ]; then echo "$w alternated htsim/mrc CPU ratios:$ratios (geometric mean $geo, median $med)"; fi
   echo "$w $flows ${best_h:-- - - - -} $best_m $geo" >>"$ROWS"
 done
 
 echo
 if [ "$PAIRED" = 1 ]; then
   echo "$RUNS paired run(s): times are the best of each; cpu_x = geometric mean of htsim / mrc CPU within a run; wall_x best / best; memory = mrc / htsim peak RSS"
+elif [ "$ALTERNATE" = 1 ]; then
+  echo "$RUNS alternated run(s), one core: times are the best of each; cpu_x = geometric mean of htsim / mrc CPU within a run; wall_x best / best; memory = mrc / htsim peak RSS"
 else
   echo "best of $RUNS run(s); speed-up = htsim / mrc (CPU, wall), memory = mrc / htsim peak RSS; mrc on $THREADS thread(s)"
 fi
-awk -v paired="$PAIRED" 'BEGIN {
+awk -v paired="$WITHIN" 'BEGIN {
   printf "%-10s %7s | %8s %8s %7s %9s | %8s %8s %7s %9s | %7s %7s %6s\n", "workload", "flows",
          "h_wall_s", "h_cpu_s", "h_MB", "h_p50/max", "m_wall_s", "m_cpu_s", "m_MB", "m_p50/max",
          "cpu_x", "wall_x", "mem_x"
