@@ -479,6 +479,13 @@ class Fabric {
   std::vector<LinkFault> faults_;
   std::vector<Group> groups_;
   std::vector<std::uint32_t> group_ports_;
+  /// [(switch node - nhosts) * nhosts + dst]: what select() draws from, flattened from the FIB
+  /// (count 0: `start` is the port itself, or kNone). One load where the FIB takes four dependent
+  /// ones (sw_, dst_, fib_, groups_); built only for an unpartitioned fabric of at most
+  /// kRouteTableMax entries, else empty and select() reads the FIB (decisions.md D77).
+  std::vector<Group> route_;
+  static constexpr std::size_t kRouteTableMax = std::size_t{1} << 20;  // 8 MB
+  void build_routes();
   std::vector<Host> hosts_;
   std::vector<Packet> pool_;
   std::vector<InlineBytes> hdr_;                       ///< !carry_payload: per-slot header + trailer
