@@ -48,9 +48,11 @@ Range grow_aligned(std::size_t reserve) {
   // pages below the boundary, and the huge pages above it are untouched when they are marked, so
   // the kernel can fault each in whole. The block is kept: it is address space nobody touches, and
   // the heap's next blocks then start at the boundary. The gap before the growth is address space
-  // too (glibc takes it for another user's sbrk and never touches it).
+  // too (glibc takes it for another user's sbrk and never touches it). It is at least a page: with
+  // no gap, glibc would grow its top in place and the block would start below `start` (about one
+  // run in 500, as the break falls under address randomisation).
   const std::uintptr_t before = brk_now();
-  const std::uintptr_t lo = (before + ask + 2 * kPage + kHugePage - 1) & ~(kHugePage - 1);
+  const std::uintptr_t lo = (before + ask + 3 * kPage + kHugePage - 1) & ~(kHugePage - 1);
   const std::uintptr_t start = (lo - ask - 2 * kPage) & ~(kPage - 1);
   if (start > before && sbrk(static_cast<intptr_t>(start - before)) == reinterpret_cast<void*>(-1)) return {};
   const std::size_t filler = lo - start - 64;
