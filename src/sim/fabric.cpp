@@ -433,35 +433,15 @@ void Fabric::build_fib() {
   build_routes();
 }
 
-// select()'s answers for every (switch, destination) of the FIB just built: its port where the
-// FIB names one port, its group where it names several (the hash picks there, per packet).
+// select()'s answers for every (switch, destination) of the FIB just built.
 void Fabric::build_routes() {
   route_.clear();
   const std::size_t nsw = sw_.size();
   if (!part_.empty() || nsw * nhosts_ > kRouteTableMax) return;
-  route_.resize(nsw * nhosts_);
-  for (std::uint32_t i = 0; i < nsw; ++i) {
-    const std::uint32_t node = nhosts_ + i;
-    for (std::uint32_t d = 0; d < nhosts_; ++d) {
-      Group& r = route_[std::size_t{i} * nhosts_ + d];
-      const DstInfo& di = dst_[static_cast<std::size_t>(d) * planes_ + sw_[i].plane];
-      if (di.leaf_node == node) {
-        r = {di.down_port, 0};
-        continue;
-      }
-      if (sw_[i].row == kNone) {
-        r = {kNone, 0};
-        continue;
-      }
-      const std::uint32_t gid = fib_[static_cast<std::size_t>(sw_[i].row) * leaves_ + di.leaf];
-      if (gid == kNone) {
-        r = {kNone, 0};
-        continue;
-      }
-      const Group& g = groups_[gid];
-      r = g.count == 1 ? Group{group_ports_[g.start], 0} : g;
-    }
-  }
+  route_.assign_zero(nsw * nhosts_);
+  for (std::uint32_t i = 0; i < nsw; ++i)
+    for (std::uint32_t d = 0; d < nhosts_; ++d)
+      route_[std::size_t{i} * nhosts_ + d] = route_of(nhosts_ + i, d);
 }
 
 const std::uint32_t* Fabric::fib_entry(std::uint32_t node, std::uint32_t dst) const {
@@ -472,21 +452,21 @@ const std::uint32_t* Fabric::fib_entry(std::uint32_t node, std::uint32_t dst) co
   return &fib_[static_cast<std::size_t>(si.row) * leaves_ + di.leaf];
 }
 
+Fabric::Group Fabric::route_of(std::uint32_t node, std::uint32_t dst) const {
+  const SwInfo& si = sw_[node - nhosts_];
+  const DstInfo& di = dst_[static_cast<std::size_t>(dst) * planes_ + si.plane];
+  if (di.leaf_node == node) return {di.down_port, 0};
+  if (si.row == kNone) return {kNone, 0};
+  const std::uint32_t gid = fib_[static_cast<std::size_t>(si.row) * leaves_ + di.leaf];
+  if (gid == kNone) return {kNone, 0};
+  const Group& g = groups_[gid];
+  return g.count == 1 ? Group{group_ports_[g.start], 0} : g;
+}
+
 std::uint32_t Fabric::select(std::uint32_t node, std::uint32_t src, std::uint32_t dst,
                              std::uint32_t ev) const {
-  Group g;
-  if (!route_.empty()) {
-    g = route_[static_cast<std::size_t>(node - nhosts_) * nhosts_ + dst];
-    if (g.count == 0) return g.start;
-  } else {
-    const std::uint32_t* fe = fib_entry(node, dst);
-    if (fe == nullptr)
-      return dst_[static_cast<std::size_t>(dst) * planes_ + sw_[node - nhosts_].plane].down_port;
-    const std::uint32_t gid = *fe;
-    if (gid == kNone) return kNone;
-    g = groups_[gid];
-    if (g.count == 1) return group_ports_[g.start];
-  }
+  const Group g = route_.empty() ? route_of(node, dst) : route_at(node, dst);
+  if (g.count == 0) return g.start;
   // 5-tuple: src, dst, UDP sport (the EV), UDP dport, protocol 17; salted per switch.
   std::uint64_t h = mix64(salt_[node] ^ ((static_cast<std::uint64_t>(src) << 32) | dst));
   h = mix64(
@@ -1385,7 +1365,7 @@ void Fabric::on_arrive(std::uint32_t idx) {
   // start_tx on `out` will look up the next switch's route: it is usually cold, fetch it now.
   if (const Port& o = ports_[out]; !o.to_host && !o.remote) {
     if (!route_.empty()) {
-      __builtin_prefetch(&route_[static_cast<std::size_t>(o.to - nhosts_) * nhosts_ + p.dst]);
+      __builtin_prefetch(&route_at(o.to, p.dst));
     } else if (const std::uint32_t* fe = fib_entry(o.to, p.dst)) {
       __builtin_prefetch(fe);
     }

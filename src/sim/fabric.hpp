@@ -98,6 +98,7 @@
 #include "common/time.hpp"
 #include "engine/endpoint.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/mapped_array.hpp"
 #include "sim/topology.hpp"
 
 namespace mrc::sim {
@@ -378,6 +379,13 @@ class Fabric {
   /// The FIB entry select() reads for (switch, destination host); nullptr if the switch is the
   /// destination's leaf (it uses its port to the host).
   const std::uint32_t* fib_entry(std::uint32_t sw_node, std::uint32_t dst) const;
+  /// What select() draws from for (switch, destination host), from the FIB: the port (count 0;
+  /// kNone: no route) or the group the hash picks in.
+  Group route_of(std::uint32_t sw_node, std::uint32_t dst) const;
+  /// route_of(sw_node, dst) as of the last build, in route_ (which must not be empty).
+  const Group& route_at(std::uint32_t sw_node, std::uint32_t dst) const {
+    return route_[static_cast<std::size_t>(sw_node - nhosts_) * nhosts_ + dst];
+  }
   /// Calls f(nic) with the host's NIC of either kind.
   template <class F>
   decltype(auto) with_nic(Host& h, F&& f);
@@ -482,8 +490,9 @@ class Fabric {
   /// [(switch node - nhosts) * nhosts + dst]: what select() draws from, flattened from the FIB
   /// (count 0: `start` is the port itself, or kNone). One load where the FIB takes four dependent
   /// ones (sw_, dst_, fib_, groups_); built only for an unpartitioned fabric of at most
-  /// kRouteTableMax entries, else empty and select() reads the FIB (decisions.md D77).
-  std::vector<Group> route_;
+  /// kRouteTableMax entries, else empty and select() reads the FIB (decisions.md D77). In a
+  /// mapping of its own: from the heap, its 80 KB on k=8 took a small run into one more 2 MB page.
+  MappedArray<Group> route_;
   static constexpr std::size_t kRouteTableMax = std::size_t{1} << 20;  // 8 MB
   void build_routes();
   std::vector<Host> hosts_;

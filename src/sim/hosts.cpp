@@ -1,10 +1,7 @@
 #include "sim/hosts.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
-#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -43,21 +40,6 @@ std::uint32_t MrcHosts::ack_wire(const RunConfig& cfg) {
          cfg.fabric.wire_overhead;
 }
 
-void MrcHosts::ZeroBuffer::allocate(std::size_t n) {
-  if (bytes != nullptr) munmap(bytes, std::max<std::size_t>(bytes_size, 1));
-  bytes = nullptr;
-  bytes_size = 0;
-  void* p = mmap(nullptr, std::max<std::size_t>(n, 1), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  bytes = static_cast<std::uint8_t*>(p);
-  bytes_size = n;
-}
-
-MrcHosts::ZeroBuffer::~ZeroBuffer() {
-  if (bytes != nullptr) munmap(bytes, std::max<std::size_t>(bytes_size, 1));
-}
-
 MrcHosts::MrcHosts(const HostSetup& s)
     : ranks_(s.cfg.ranks),
       dst_bufs_(s.nets.size()),
@@ -67,10 +49,10 @@ MrcHosts::MrcHosts(const HostSetup& s)
       dst_addr_(s.topo.hosts, 0),
       dst_rkey_(s.topo.hosts, 0) {
   const RunConfig& cfg = s.cfg;
-  src_buf_.allocate(s.max_part);
+  src_buf_.assign_zero(std::max<std::size_t>(s.max_part, 1));  // (a region needs an address)
   seed_ = cfg.seed;
   for (std::size_t p = 0; p < s.nets.size(); ++p)
-    if (s.nets[p] != nullptr) dst_bufs_[p].allocate(s.max_part);
+    if (s.nets[p] != nullptr) dst_bufs_[p].assign_zero(std::max<std::size_t>(s.max_part, 1));
   engine::EndpointConfig ec;
   ec.num_ports = s.topo.planes;
   ec.icrc = cfg.icrc;
@@ -110,7 +92,7 @@ MrcHosts::MrcHosts(const HostSetup& s)
 
 void MrcHosts::create(std::size_t k, std::uint32_t src, std::uint32_t dst, std::uint32_t q) {
   (void)q;
-  auto reg = [](engine::Endpoint& e, const engine::MemoryRegion*& mr, const ZeroBuffer& b) {
+  auto reg = [](engine::Endpoint& e, const engine::MemoryRegion*& mr, const MappedArray<std::uint8_t>& b) {
     if (mr == nullptr) mr = e.memory().register_region(b.data(), b.size(), engine::access::kAll);
     if (mr == nullptr) throw std::runtime_error("run: memory registration failed");
   };

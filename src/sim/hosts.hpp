@@ -20,6 +20,7 @@
 
 #include "engine/endpoint.hpp"
 #include "sim/fabric.hpp"
+#include "sim/mapped_array.hpp"
 #include "sim/ranks.hpp"
 #include "sim/roce.hpp"
 #include "sim/run.hpp"
@@ -92,25 +93,11 @@ class MrcHosts {
   engine::QpConfig qc_;
   std::uint64_t seed_ = 1;  ///< the run's seed (QP k's engine seed derives from it)
   std::uint8_t mpr_ = 0;
-  /// Zeroed bytes in a mapping of their own: pages nobody writes are never faulted in, so a buffer
-  /// the fabric never reads (payloads are not carried by default) costs no memory. (Not calloc: a
-  /// heap with free space reserved ahead, sim/heap.hpp, would hand out that space and zero it.)
-  struct ZeroBuffer {
-    ZeroBuffer() = default;
-    ZeroBuffer(ZeroBuffer&& o) noexcept
-        : bytes(std::exchange(o.bytes, nullptr)), bytes_size(std::exchange(o.bytes_size, 0)) {}
-    ZeroBuffer& operator=(ZeroBuffer&&) = delete;
-    ~ZeroBuffer();
-    std::uint8_t* bytes = nullptr;
-    std::size_t bytes_size = 0;
-    void allocate(std::size_t n);
-    std::uint8_t* data() const { return bytes; }
-    std::size_t size() const { return bytes_size; }
-  };
   // One shared source buffer and one sink buffer per partition (contents are not checked; a
   // partition's thread is the only writer of its sink), registered per host.
-  ZeroBuffer src_buf_;
-  std::vector<ZeroBuffer> dst_bufs_;
+  // In mappings of their own (sim/mapped_array.hpp): never touched, they cost no memory.
+  MappedArray<std::uint8_t> src_buf_;
+  std::vector<MappedArray<std::uint8_t>> dst_bufs_;
   std::vector<std::uint32_t> part_;  ///< per host
   std::vector<const engine::MemoryRegion*> src_mr_, dst_mr_;
   /// Per host: address and rkey of its sink buffer (distributed: those of the rank that has it).
