@@ -186,14 +186,14 @@ for w in "${LIST[@]}"; do
   htsim_scenario "$WORK/$w.toml" "$w" "$k" 'kind = "cm"' "cm = \"$CM_DIR/$cm\""
   best_h=""; best_m=""; ratios=""
   for i in $(seq "$RUNS"); do
-    hpin=(); mpin=(); mpid=""
+    hpin=(); mpin=(); mpid=""; mrc_ran=0
     if [ "$PAIRED" = 1 ]; then  # together, on cores 0 / 1, swapped every run
       hpin=(taskset -c $((i % 2))); mpin=(taskset -c $(((i + 1) % 2)))
       run_mrc "$w" &
       mpid=$!
     elif [ "$ALTERNATE" = 1 ]; then  # one core, one after the other, mrc first on even runs
       hpin=(taskset -c $(($(nproc) - 1))); mpin=("${hpin[@]}")
-      if [ $((i % 2)) = 0 ]; then run_mrc "$w"; mpid=done; fi
+      if [ $((i % 2)) = 0 ]; then run_mrc "$w"; mrc_ran=1; fi
     fi
     if [ -n "$HTSIM" ]; then
       (cd "$WORK" && timed "h_$w" "${hpin[@]}" "$HTSIM" -tm "$CM_DIR/$cm" -sender_cc_only -paths 128 -end "$end" \
@@ -208,11 +208,9 @@ for w in "${LIST[@]}"; do
         best_h="$hw $hc $hr $hp $hm"
       fi
     fi
-    if [ "$mpid" = done ]; then
-      :
-    elif [ -n "$mpid" ]; then
+    if [ -n "$mpid" ]; then  # --paired: it ran alongside htsim
       wait "$mpid"
-    else
+    elif [ "$mrc_ran" = 0 ]; then
       run_mrc "$w"
     fi
     read -r mw mc mr <"$WORK/m.t"
