@@ -10,7 +10,7 @@
 // Implementation: a calendar queue. Time is cut into slots of 2^slot_shift time units; `cur_` is the
 // slot being run. Events of slots <= cur_ are in `near_`, a short run sorted by (time, seq);
 // events of the next kRingSlots - 1 slots wait, unordered, in per-slot singly linked lists (the
-// ring); later ones in `far_`, a 4-ary min-heap (in the simulators: timers and faults). When near_
+// ring); later ones in `far_`, a 4-ary min-heap (in the simulators: faults, far timers). When near_
 // runs dry, cur_ moves to the earliest non-empty slot of the ring or far_ and that slot's events
 // move into near_. So near_ stays small (the events of one slot) and a push is O(1) unless it is
 // beyond the ring. A push into the past (slot <= cur_) simply joins near_: any push order is
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/time.hpp"
+#include "sim/mapped_array.hpp"
 
 namespace mrc::sim {
 
@@ -42,7 +43,9 @@ class EventQueue {
   /// Slots of 2^slot_shift time units (choose about the time between two events); the ring covers
   /// kRingSlots of them, which should reach past most events when they are scheduled.
   explicit EventQueue(unsigned slot_shift = 0)
-      : shift_(slot_shift), near_(16), head_(kRingSlots, kNil), bits_(kRingWords) {}
+      : shift_(slot_shift), near_(16), head_(kRingSlots), bits_(kRingWords) {
+    std::fill_n(head_.data(), kRingSlots, kNil);
+  }
 
   void reserve(std::size_t n) {
     ev_.reserve(n);
@@ -56,7 +59,7 @@ class EventQueue {
     ev_.clear();
     next_.clear();
     free_ = kNil;
-    head_.assign(kRingSlots, kNil);
+    std::fill_n(head_.data(), kRingSlots, kNil);
     bits_.assign(kRingWords, 0);
     in_ring_ = 0;
     cur_ = 0;
@@ -131,7 +134,7 @@ class EventQueue {
   }
 
  private:
-  static constexpr std::size_t kRingSlots = 1u << 14;
+  static constexpr std::size_t kRingSlots = 1u << 16;
   static constexpr std::size_t kRingMask = kRingSlots - 1;
   static constexpr std::size_t kRingWords = kRingSlots / 64;  ///< of bits_
   static constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
@@ -340,7 +343,9 @@ class EventQueue {
   Heap far_;
   std::vector<QueuedEvent> ev_;      ///< ring entries (free ones are chained from free_) ...
   std::vector<std::uint32_t> next_;  ///< ... and their links, apart: they are walked ahead
-  std::vector<std::uint32_t> head_;  ///< per ring slot: first node, kNil = empty
+  /// Per ring slot: first node, kNil = empty. 256 KB, in a mapping of its own: from the heap it
+  /// would take a small run into one more 2 MB huge page (sim/heap.hpp).
+  MappedArray<std::uint32_t> head_;
   std::vector<std::uint64_t> bits_;  ///< per ring slot: non-empty
   std::uint32_t free_ = kNil;
   std::size_t in_ring_ = 0;

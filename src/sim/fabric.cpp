@@ -25,8 +25,9 @@ constexpr std::uint32_t kInlineBytes =
 constexpr std::uint32_t kMinBuffer = 4096 + 128;
 // Event queue slots of 1024 ps: a busy fabric has a few events per slot (wider slots cost more in
 // sorting on all-to-alls than they save in slot changes, narrower ones the reverse: 2^8..2^12 ps
-// measured), and the ring (2^14 slots, 16.8 us) reaches past a packet's arrival at the far end of a
-// link (serialisation + latency).
+// measured), and the ring (2^16 slots, 67 us) reaches past a packet's arrival at the far end of a
+// link (serialisation + latency) and past the hosts' timers (a retransmission timeout, 16-64 us
+// ahead on htsim's network: with 2^14 slots they went to the heap, one push and pop per re-arm).
 constexpr unsigned kEventSlotShift = 10;
 
 // Packet::dst_qp: the BTH's 24-bit destination QP, and whether the packet is feedback for the
