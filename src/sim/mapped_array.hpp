@@ -4,7 +4,8 @@
 // carried by default, so nothing reads or writes them, and pages nobody touches are never faulted
 // in), and tables that should not push a small run's heap into one more huge page (the route
 // table, D77: 80 KB on k=8, which from the heap's huge-page reservation, sim/heap.hpp, cost 2 MB of
-// peak memory). Not calloc or std::vector: the heap hands out its reserved space and zeroes it.
+// peak memory; the event ring's head array, D78). Not calloc or std::vector: the heap hands out its
+// reserved space and zeroes it.
 // Elements must be trivially copyable, with all-zero bytes a valid value. Pointers are shallow, as
 // in std::span: a const array's elements stay writable.
 #pragma once
