@@ -4,21 +4,18 @@
 
 #include <new>
 
-namespace mrc::sim {
+namespace mrc::sim::detail {
 
-Mapping::Mapping(std::size_t bytes) {
-  if (bytes == 0) return;
+void* map_zeroed(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
   // MAP_NORESERVE: a buffer is sized for the largest message and mostly never touched.
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  p_ = p;
-  n_ = bytes;
+  return p;
 }
 
-void Mapping::release() {
-  if (p_ != nullptr) munmap(p_, n_);
-  p_ = nullptr;
-  n_ = 0;
+void unmap(void* p, std::size_t bytes) {
+  if (p != nullptr) munmap(p, bytes);
 }
 
-}  // namespace mrc::sim
+}  // namespace mrc::sim::detail

@@ -15,33 +15,12 @@
 
 namespace mrc::sim {
 
-/// The untyped mapping: page-granular, zero-filled, unmapped on destruction.
-class Mapping {
- public:
-  Mapping() = default;
-  /// Maps `bytes` (none for 0); throws std::bad_alloc if the kernel refuses.
-  explicit Mapping(std::size_t bytes);
-  Mapping(Mapping&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  Mapping& operator=(Mapping&& o) noexcept {
-    if (this != &o) {
-      release();
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { release(); }
-
-  void* data() const { return p_; }
-  std::size_t bytes() const { return n_; }
-
- private:
-  void release();
-  void* p_ = nullptr;
-  std::size_t n_ = 0;
-};
+namespace detail {
+/// `bytes` of zero-filled, page-granular memory (nullptr for 0); throws std::bad_alloc if the
+/// kernel refuses.
+void* map_zeroed(std::size_t bytes);
+void unmap(void* p, std::size_t bytes);
+}  // namespace detail
 
 template <class T>
 class MappedArray {
@@ -49,24 +28,36 @@ class MappedArray {
 
  public:
   MappedArray() = default;
-  explicit MappedArray(std::size_t n) : map_(n * sizeof(T)), n_(n) {}
-  MappedArray(MappedArray&& o) noexcept : map_(std::move(o.map_)), n_(std::exchange(o.n_, 0)) {}
+  explicit MappedArray(std::size_t n) : p_(static_cast<T*>(detail::map_zeroed(n * sizeof(T)))), n_(n) {}
+  MappedArray(MappedArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   MappedArray& operator=(MappedArray&& o) noexcept {
-    map_ = std::move(o.map_);
-    n_ = std::exchange(o.n_, 0);
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
     return *this;
   }
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+  ~MappedArray() { release(); }
+
   /// `n` zero elements in a new mapping (the old one is unmapped).
   void assign_zero(std::size_t n) { *this = MappedArray(n); }
-  void clear() { *this = MappedArray(); }
+  void clear() { release(); }
 
-  T* data() const { return static_cast<T*>(map_.data()); }
+  T* data() const { return p_; }
   std::size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
-  T& operator[](std::size_t i) const { return data()[i]; }
+  T& operator[](std::size_t i) const { return p_[i]; }
 
  private:
-  Mapping map_;
+  void release() {
+    detail::unmap(p_, n_ * sizeof(T));
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T* p_ = nullptr;
   std::size_t n_ = 0;
 };
 
