@@ -256,13 +256,16 @@ class Endpoint {
   /// Something may be sent by poll_tx() (a QP on the ready list, or an endpoint packet queued).
   bool tx_pending() const { return !tx_ready_.empty() || !ep_tx_.empty(); }
   /// For a driver whose port is busy until `at` after poll_tx() returned a packet, with nothing
-  /// else done since: true if a poll_tx() at `at` would send nothing and only take the endpoint's
-  /// one QP off the ready list (its window closed), which this does now. The driver may then skip
-  /// that poll, provided that it polls when a port frees up whenever tx_pending() says so after
-  /// any later input (a packet, a timer, a post, a port change). An incast's senders, one QP each
-  /// and waiting for an ACK after every packet, are in this state most of the time.
+  /// else done since: true if a poll_tx() at `at` would send nothing, either because nothing is
+  /// pending (a QP leaves the ready list with the send that leaves it nothing to send, D79) or
+  /// because it would only take the endpoint's one QP off the ready list (its window closed), which
+  /// this does now. The driver may then skip that poll, provided that it polls when a port frees up
+  /// whenever tx_pending() says so after any later input (a packet, a timer, a post, a port
+  /// change). An incast's senders, one QP each and waiting for an ACK after every packet, and its
+  /// receiver, many QPs each with one ACK to send now and then, are in this state most of the time.
   bool settle_tx(Time at) {
-    return qps_.size() == 1 && tx_ready_.size() == 1 && ep_tx_.empty() && settle_one(at);
+    if (!ep_tx_.empty()) return false;
+    return tx_ready_.empty() || (qps_.size() == 1 && tx_ready_.size() == 1 && settle_one(at));
   }
   /// Earliest time on_timer() must run (kNever if none).
   Time next_deadline() const;

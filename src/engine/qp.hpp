@@ -78,6 +78,13 @@ class Qp {
     if (!ctrl_.empty()) return true;
     return state_ == QpState::kRts && req_.wants_tx();
   }
+  /// Right after a poll_tx() that sent: true if the QP has nothing more it may send (!wants_tx()),
+  /// its run of control packets then over (the poll that would find nothing resets it).
+  bool tx_done() {
+    if (wants_tx()) return false;
+    ctrl_run_ = 0;
+    return true;
+  }
   /// Until this time poll_tx() finds nothing to send and changes nothing that a later call would
   /// not change the same way (it may apply SKIP expiries, which keep their own times), unless the
   /// QP's state changes first (a packet, a post, a timer, a port: whatever the endpoint touches it

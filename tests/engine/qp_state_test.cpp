@@ -10,6 +10,7 @@
 #include "engine/ev_sets.hpp"
 #include "engine/qp.hpp"
 #include "harness.hpp"
+#include "packet_util.hpp"
 
 namespace mrc::test {
 namespace {
@@ -148,6 +149,50 @@ TEST(QpState, OnTimerRunsEveryDueRto) {
   for (std::uint32_t i = 0; i < 40; ++i)
     EXPECT_EQ(std::as_const(ep).qp(qpns[i])->counters().timeouts, i < 30 ? 1u : 0u) << "QP " << i;
   EXPECT_EQ(ep.next_deadline(), scan_deadline(ep));
+}
+
+TEST(QpState, AQpLeavesTheReadyListWithTheSendThatLeavesItNothing) {
+  // D79: a responder QP with an ACK to send is on the ready list until that ACK goes, and leaves it
+  // with that send, not at the next poll: the endpoint then has nothing pending and settle_tx() lets
+  // the driver skip the poll at the end of the ACK, with other QPs on the endpoint too (an
+  // incast's receiver). New work puts the QP back on the list.
+  SilentHost a(8192, 0x5a, 4, 1), b(8192, 0, 4, 2);
+  ASSERT_NE(a.mr, nullptr);
+  ASSERT_NE(b.mr, nullptr);
+  const std::uint32_t qa = a.ep.create_qp(a.qc);
+  std::vector<std::uint32_t> qbs;
+  for (int i = 0; i < 3; ++i) qbs.push_back(b.ep.create_qp(b.qc));
+  const std::uint32_t qb = qbs[1];
+  engine::QpRemote ra;
+  ra.peer = 1;
+  ra.qpn = qb;
+  engine::QpRemote rb;
+  rb.peer = 0;
+  rb.qpn = qa;
+  ASSERT_EQ(a.ep.connect_qp(qa, ra, 0), 0);
+  ASSERT_EQ(b.ep.connect_qp(qb, rb, 0), 0);
+  engine::SendWr wr = a.write(4096);
+  wr.remote_addr = reinterpret_cast<std::uint64_t>(b.buf.data());
+  wr.rkey = b.mr->rkey;
+  engine::TxPacket tx;
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    wr.wr_id = k;
+    ASSERT_EQ(a.ep.post_send(qa, wr, 0), 0);
+    const std::vector<Frame> data = pull_all(a.ep, 100 * k, 0x3);
+    ASSERT_EQ(data.size(), 1u) << "write " << k;
+    EXPECT_FALSE(b.ep.tx_pending());
+    engine::RxMeta meta;
+    meta.port = data[0].port;
+    meta.ev = data[0].ev.value;
+    b.ep.receive(data[0].bytes, meta, 100 * k + 10);
+    EXPECT_TRUE(b.ep.tx_pending()) << "the ACK of write " << k;
+    ASSERT_TRUE(b.ep.poll_tx(tx, 100 * k + 10, 0x3));
+    EXPECT_EQ(tx.qpn, qb);
+    EXPECT_FALSE(b.ep.tx_pending()) << "the QP left the ready list with its ACK";
+    EXPECT_TRUE(b.ep.settle_tx(100 * k + 11));
+    EXPECT_FALSE(b.ep.poll_tx(tx, 100 * k + 11, 0x3));  // what the skipped poll would have found
+  }
+  EXPECT_EQ(b.buf[4095], 0x5a);
 }
 
 TEST(QpState, IdleUntilEndsWhenTheTailProbeIsDue) {
