@@ -57,14 +57,17 @@ class Requester {
   /// May produce something in poll() now (cheap, conservative).
   inline bool wants_tx() const;
   /// Right after a poll() that sent, with nothing changed since: true if a poll() at `at` would
-  /// find only a closed window (for the next new packet: nothing lost, second copy, probe or
-  /// tail-loss probe due), which this then records as that poll would (window_blocked_).
+  /// find only a closed window (for the oldest lost packet, or with none for the next new packet;
+  /// no second copy, probe or tail-loss probe due), which this then records as that poll would
+  /// (window_blocked_).
   inline bool settle_blocked(Time at);
   /// What holds the next new packet, if anything (kGo: nothing; `len` is then its payload):
   /// poll() and settle_blocked() ask the same gates in the same order.
   enum class NewDataGate : std::uint8_t { kGo, kNothing, kWindow, kWimm };
   [[gnu::always_inline]] inline NewDataGate new_data_gate(std::uint32_t& len) const;
   /// Something lost, unsent or to be duplicated waits to go out.
+  /// Lost packets waiting for their retransmission.
+  std::uint32_t lost() const { return sent_.lost(); }
   bool has_queued() const { return !dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0; }
   /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
   /// sends nothing before the first of an EV probe and the tail-loss probe (a SKIP's expiry changes
@@ -342,8 +345,17 @@ inline Requester::NewDataGate Requester::new_data_gate(std::uint32_t& len) const
 
 // poll()'s steps before new data, then its gates for new data, for a poll at `at`.
 inline bool Requester::settle_blocked(Time at) {
-  if (evm_.next_probe_time() != kNever || tail_probe_at_ <= at || sent_.lost() > 0 || !dup_queue_.empty())
-    return false;
+  if (evm_.next_probe_time() != kNever || tail_probe_at_ <= at || !dup_queue_.empty()) return false;
+  // A lost packet the window holds back (an incast's sender after a trim NACK, its window at one
+  // packet): poll() closes the window on it as it would on new data, and so does this.
+  std::uint32_t psn = 0;
+  if (sent_.lost() > 0 && sent_.next_lost(snd_una_, snd_nxt_, psn)) {
+    if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) < window_psns() &&
+        cc_.can_send(rec(psn).len + kPktOverhead))
+      return false;
+    window_blocked_ = true;
+    return true;
+  }
   std::uint32_t len = 0;
   if (new_data_gate(len) != NewDataGate::kWindow) return false;
   window_blocked_ = true;

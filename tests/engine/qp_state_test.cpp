@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "cc/nscc.hpp"
 #include "engine/ev_sets.hpp"
 #include "engine/qp.hpp"
 #include "harness.hpp"
@@ -193,6 +194,54 @@ TEST(QpState, AQpLeavesTheReadyListWithTheSendThatLeavesItNothing) {
     EXPECT_FALSE(b.ep.poll_tx(tx, 100 * k + 11, 0x3));  // what the skipped poll would have found
   }
   EXPECT_EQ(b.buf[4095], 0x5a);
+}
+
+TEST(QpState, AnEndpointSettlesOnALostPacketItsWindowHoldsBack) {
+  // An incast's sender after a trim NACK: the NACKed packet is lost, but the congestion window,
+  // full with the packets sent after it, holds its retransmission back. A poll then only closes the
+  // window, so settle_tx() does that now (the driver skips the poll) and leaves nothing pending;
+  // while the window has room for the retransmission, it refuses.
+  SilentHost h(1 << 20, 0x11, 16);
+  ASSERT_NE(h.mr, nullptr);
+  engine::Endpoint& ep = h.ep;
+  h.qc.cc.algorithm = cc::Algorithm::kNscc;
+  h.qc.cc.nscc = cc::NsccConfig::derive(100'000'000'000ULL, 10'000, h.qc.pmtu + 64, true);
+  const std::uint32_t qpn = ep.create_qp(h.qc);
+  engine::QpRemote r;
+  r.peer = 1;
+  r.qpn = 0x40;
+  ASSERT_EQ(ep.connect_qp(qpn, r, 0), 0);
+  ASSERT_EQ(ep.post_send(qpn, h.write(1 << 20), 0), 0);
+  engine::TxPacket tx;
+  std::vector<std::uint32_t> psns;
+  while (ep.poll_tx(tx, 10, 0x3)) psns.push_back(tx.psn);  // up to the congestion window
+  ASSERT_GE(psns.size(), 4u);
+  ASSERT_LT(psns.size(), 256u) << "the congestion window closed before the message ended";
+  engine::Requester& rq = ep.qp(qpn)->requester();
+  wire::Packet n;
+  n.bth.opcode = wire::Opcode::kNack;
+  n.bth.dest_qp = qpn;
+  n.neth.reason = wire::NackReason::kTrimmed;
+  n.neth.nack_psn = psns[0];
+  n.bth.psn = psns[0];
+  engine::RxMeta meta;
+  meta.peer = 1;
+  ep.receive(encode_packet(n), meta, 20);
+  ASSERT_EQ(rq.lost(), 1u);
+  ASSERT_TRUE(ep.tx_pending());
+  if (!ep.settle_tx(21)) {
+    // The window had room for the retransmission: it goes, and the next trim finds the window full.
+    ASSERT_TRUE(ep.poll_tx(tx, 21, 0x3));
+    EXPECT_EQ(tx.psn, psns[0]);
+    n.neth.nack_psn = n.bth.psn = psns[1];
+    ep.receive(encode_packet(n), meta, 30);
+    ASSERT_EQ(rq.lost(), 1u);
+    ASSERT_TRUE(ep.tx_pending());
+    ASSERT_TRUE(ep.settle_tx(31));
+  }
+  EXPECT_FALSE(ep.tx_pending());
+  EXPECT_FALSE(ep.poll_tx(tx, 40, 0x3));  // what the skipped poll would have found
+  EXPECT_EQ(rq.lost(), 1u);               // still waiting for its window
 }
 
 TEST(QpState, IdleUntilEndsWhenTheTailProbeIsDue) {
