@@ -387,20 +387,15 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     if (q->poll_tx(out, now, free_ports)) {
       // A QP this send left with nothing it may send leaves the ready list now, not at the next
       // poll, which would only find that out (and a driver can then skip that poll: settle_tx).
-      if (q->tx_done()) {
-        in_ready_[i] = 0;
-        tx_ready_[tx_rr_] = tx_ready_.back();
-        tx_ready_.pop_back();
-      } else {
+      if (q->tx_done())
+        leave_ready_at(tx_rr_);
+      else
         ++tx_rr_;
-      }
       if (cfg_.prefetch) prefetch_next_tx(now);
       return true;
     }
     if (!q->wants_tx()) {
-      in_ready_[i] = 0;
-      tx_ready_[tx_rr_] = tx_ready_.back();
-      tx_ready_.pop_back();
+      leave_ready_at(tx_rr_);
       --n;
       continue;
     }

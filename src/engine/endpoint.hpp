@@ -298,6 +298,12 @@ class Endpoint {
                                                           std::uint32_t active_count);
 
  private:
+  /// Takes the QP at position `pos` of the ready list off it (the last entry takes its place).
+  void leave_ready_at(std::size_t pos) {
+    in_ready_[tx_ready_[pos]] = 0;
+    tx_ready_[pos] = tx_ready_.back();
+    tx_ready_.pop_back();
+  }
   struct EpTx;  // queued endpoint control packets
   bool valid_qp_config(const QpConfig& cfg) const;
   /// Authenticated QPs: checks the MAC of a packet addressed to one and strips the tag (false:

@@ -65,9 +65,16 @@ class Requester {
   /// poll() and settle_blocked() ask the same gates in the same order.
   enum class NewDataGate : std::uint8_t { kGo, kNothing, kWindow, kWimm };
   [[gnu::always_inline]] inline NewDataGate new_data_gate(std::uint32_t& len) const;
-  /// Something lost, unsent or to be duplicated waits to go out.
+  /// The window holds lost `psn`'s retransmission back: past the MPR window's edge (a dynamic MPR
+  /// shrink can leave lost packets there) or no room in the congestion window. poll() and
+  /// settle_blocked() ask this for the oldest lost packet.
+  bool rtx_held(std::uint32_t psn) const {
+    return static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns() ||
+           !cc_.can_send(sent_.rec(psn).len + kPktOverhead);
+  }
   /// Lost packets waiting for their retransmission.
   std::uint32_t lost() const { return sent_.lost(); }
+  /// Something lost, unsent or to be duplicated waits to go out.
   bool has_queued() const { return !dup_queue_.empty() || sent_.lost() > 0 || sq_unsent_ > 0; }
   /// Qp::idle_until() for the send side: with nothing lost, unsent or to be duplicated, poll()
   /// sends nothing before the first of an EV probe and the tail-loss probe (a SKIP's expiry changes
@@ -280,9 +287,7 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
   std::uint32_t psn = 0;
   if (sent_.lost() > 0 && sent_.next_lost(snd_una_, snd_nxt_, psn)) {
     const TxRec& r = rec(psn);
-    // A (dynamic) MPR shrink can leave lost packets past the window edge: they wait.
-    if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns() ||
-        !cc_.can_send(r.len + kPktOverhead)) {
+    if (rtx_held(psn)) {
       window_blocked_ = true;
       return false;
     }
@@ -350,9 +355,7 @@ inline bool Requester::settle_blocked(Time at) {
   // packet): poll() closes the window on it as it would on new data, and so does this.
   std::uint32_t psn = 0;
   if (sent_.lost() > 0 && sent_.next_lost(snd_una_, snd_nxt_, psn)) {
-    if (static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) < window_psns() &&
-        cc_.can_send(rec(psn).len + kPktOverhead))
-      return false;
+    if (!rtx_held(psn)) return false;
     window_blocked_ = true;
     return true;
   }
