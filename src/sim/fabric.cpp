@@ -264,7 +264,7 @@ Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
   index_leaves();
   build_fib();
   events_.reserve(4096);
-  if (!cfg_.carry_payload) scratch_.assign(65536, 0);
+  if (!cfg_.carry_payload) scratch_.assign(65536 + sizeof(engine::TxPacket::trailer), 0);
 }
 
 Fabric::~Fabric() = default;
@@ -1068,7 +1068,8 @@ void Fabric::service(std::uint32_t host) {
     if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
     if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= nhosts_ ||
         tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize ||
-        tx.trailer_len > sizeof(tx.trailer) || (!cfg_.carry_payload && tx.wire_size() > scratch_.size())) {
+        tx.trailer_len > sizeof(tx.trailer) ||
+        (!cfg_.carry_payload && tx.wire_size() > scratch_.size() - sizeof(tx.trailer))) {
       ++stats_.bad_tx;
       continue;
     }
@@ -1100,9 +1101,13 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
     if (tx.payload_len > 0) std::memcpy(b + tx.header_len, tx.payload, tx.payload_len);
     if (tx.trailer_len > 0) std::memcpy(b + tx.header_len + tx.payload_len, tx.trailer, tx.trailer_len);
   } else {
+    // Whole arrays, not their used lengths: a copy of constant size is a few vector moves, not a
+    // call. The slot holds them both (header_len <= kMaxHeaderSize, checked by service()); the bytes
+    // past header_len + trailer_len are never read.
     std::uint8_t* b = hdr_[idx].b;
-    std::memcpy(b, tx.header, tx.header_len);
-    if (tx.trailer_len > 0) std::memcpy(b + tx.header_len, tx.trailer, tx.trailer_len);
+    static_assert(sizeof(tx.header) + sizeof(tx.trailer) <= kInlineBytes);
+    std::memcpy(b, tx.header, sizeof(tx.header));
+    std::memcpy(b + tx.header_len, tx.trailer, sizeof(tx.trailer));
   }
   p.len = size;
   p.dst_qp = kNone;
@@ -1392,11 +1397,13 @@ void Fabric::deliver(std::uint32_t idx) {
     data = bufs_[idx].get();
   } else {
     // Header, zero payload (whatever an earlier header left there is irrelevant: no ICRC), trailer.
+    // Constant sizes, as in inject() (scratch_ has room for a trailer's whole array past the
+    // largest packet).
     std::uint8_t* s = scratch_.data();
     const std::uint8_t* b = hdr_[idx].b;
-    std::memcpy(s, b, p.header_len);
+    std::memcpy(s, b, wire::kMaxHeaderSize);
     if (!p.trimmed && p.trailer_len > 0)
-      std::memcpy(s + p.header_len + p.payload_len, b + p.header_len, p.trailer_len);
+      std::memcpy(s + p.header_len + p.payload_len, b + p.header_len, sizeof(engine::TxPacket::trailer));
     data = s;
   }
   const std::uint32_t len = p.len;
