@@ -20,8 +20,11 @@ namespace mrc::sim {
 
 namespace {
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-constexpr std::uint32_t kInlineBytes =
-    wire::kMaxHeaderSize + sizeof(engine::TxPacket::trailer);  // header + trailer (pad + ICRC or MAC)
+constexpr std::uint32_t kTrailerBytes = sizeof(engine::TxPacket::trailer);    // pad + ICRC or MAC
+constexpr std::uint32_t kInlineBytes = wire::kMaxHeaderSize + kTrailerBytes;  // header + trailer
+/// The largest packet the fabric takes without payloads: its delivery buffer holds one, and a
+/// trailer's whole array past it (deliver() copies the array, not its used length).
+constexpr std::uint32_t kMaxWireBytes = 65536;
 constexpr std::uint32_t kMinBuffer = 4096 + 128;
 // Event queue slots of 1024 ps: a busy fabric has a few events per slot (wider slots cost more in
 // sorting on all-to-alls than they save in slot changes, narrower ones the reverse: 2^8..2^12 ps
@@ -264,7 +267,7 @@ Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
   index_leaves();
   build_fib();
   events_.reserve(4096);
-  if (!cfg_.carry_payload) scratch_.assign(65536 + sizeof(engine::TxPacket::trailer), 0);
+  if (!cfg_.carry_payload) scratch_.assign(kMaxWireBytes + kTrailerBytes, 0);
 }
 
 Fabric::~Fabric() = default;
@@ -1068,8 +1071,7 @@ void Fabric::service(std::uint32_t host) {
     if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
     if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= nhosts_ ||
         tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize ||
-        tx.trailer_len > sizeof(tx.trailer) ||
-        (!cfg_.carry_payload && tx.wire_size() > scratch_.size() - sizeof(tx.trailer))) {
+        tx.trailer_len > sizeof(tx.trailer) || (!cfg_.carry_payload && tx.wire_size() > kMaxWireBytes)) {
       ++stats_.bad_tx;
       continue;
     }
@@ -1105,9 +1107,9 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
     // call. The slot holds them both (header_len <= kMaxHeaderSize, checked by service()); the bytes
     // past header_len + trailer_len are never read.
     std::uint8_t* b = hdr_[idx].b;
-    static_assert(sizeof(tx.header) + sizeof(tx.trailer) <= kInlineBytes);
-    std::memcpy(b, tx.header, sizeof(tx.header));
-    std::memcpy(b + tx.header_len, tx.trailer, sizeof(tx.trailer));
+    static_assert(sizeof(tx.header) == wire::kMaxHeaderSize);
+    std::memcpy(b, tx.header, wire::kMaxHeaderSize);
+    std::memcpy(b + tx.header_len, tx.trailer, kTrailerBytes);
   }
   p.len = size;
   p.dst_qp = kNone;
@@ -1397,13 +1399,12 @@ void Fabric::deliver(std::uint32_t idx) {
     data = bufs_[idx].get();
   } else {
     // Header, zero payload (whatever an earlier header left there is irrelevant: no ICRC), trailer.
-    // Constant sizes, as in inject() (scratch_ has room for a trailer's whole array past the
-    // largest packet).
+    // Constant sizes, as in inject().
     std::uint8_t* s = scratch_.data();
     const std::uint8_t* b = hdr_[idx].b;
     std::memcpy(s, b, wire::kMaxHeaderSize);
     if (!p.trimmed && p.trailer_len > 0)
-      std::memcpy(s + p.header_len + p.payload_len, b + p.header_len, sizeof(engine::TxPacket::trailer));
+      std::memcpy(s + p.header_len + p.payload_len, b + p.header_len, kTrailerBytes);
     data = s;
   }
   const std::uint32_t len = p.len;
