@@ -1070,8 +1070,8 @@ void Fabric::service(std::uint32_t host) {
     if (free_ports == 0) break;
     if (!with_nic(h, [&](auto& nic) { return nic.poll_tx(tx, now(), free_ports); })) break;
     if (tx.port >= planes || (free_ports & bit(tx.port)) == 0 || tx.peer >= nhosts_ ||
-        tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize ||
-        tx.trailer_len > sizeof(tx.trailer) || (!cfg_.carry_payload && tx.wire_size() > kMaxWireBytes)) {
+        tx.payload_len > 0xFFFF || tx.header_len > wire::kMaxHeaderSize || tx.trailer_len > kTrailerBytes ||
+        (!cfg_.carry_payload && tx.wire_size() > kMaxWireBytes)) {
       ++stats_.bad_tx;
       continue;
     }

@@ -60,8 +60,8 @@ attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
 # paced at 60,000 packets/s (a faster flood mostly overflows a slow ASan client's socket buffer).
 attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256 --pps 60000
 attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 256 --pps 60000
-# Once more, 1 s later: each sweep finds the window where it is at that moment (a few hits, and
-# in the testbed's version of this attack once in about 20 runs none).
+# Once more, 1 s later: each sweep finds the window where it is at that moment (usually a few
+# hits; the testbed's version of this attack once got none).
 attack nak3 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256 --pps 60000
 if ! kill -0 "$CLI" 2>/dev/null; then
   rc=0; wait "$CLI" || rc=$?
