@@ -27,7 +27,9 @@
 #                the order swapped every run; the speed-up is the geometric mean of the ratios
 #                within a run. Each simulator has the machine to itself, as a user's run would;
 #                neighbouring runs share the machine's drift. Needs taskset. (docs/htsim.md §6
-#                compares the two on one machine.)
+#                compares the two on one machine.) With either, each workload's line of ratios
+#                ends with a 95 % interval of their geometric mean: on a shared machine about
+#                +-19 % wide with 8 runs, +-5 % with 64 (docs/htsim.md §6).
 #   --threads    `mrc sim --threads N` (default 1; htsim has one thread): then wall_x is the figure
 #                that compares what a user waits for; cpu_x then also counts the threads' spinning
 #                at the window barriers. Not with --paired.
@@ -237,8 +239,16 @@ except Exception:
   done
   med=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | sort -g | awk '{a[NR]=$1} END{if (NR == 0) print "-"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
   geo=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | awk '{s += log($1)} END{if (NR == 0) print "-"; else printf "%.3f", exp(s / NR)}')
-  if [ "$PAIRED" = 1 ]; then echo "$w paired htsim/mrc CPU ratios:$ratios (geometric mean $geo, median $med)"; fi
-  if [ "$ALTERNATE" = 1 ]; then echo "$w alternated htsim/mrc CPU ratios:$ratios (geometric mean $geo, median $med)"; fi
+  # How far the geometric mean can be from the machine's true ratio: a 95 % interval from the spread
+  # of the logarithms (Student's t). On a shared machine one run's ratio moves by tens of percent.
+  ci=$(tr ' ' '\n' <<<"$ratios" | { grep . || true; } | awk '{x[NR] = log($1); s += x[NR]} END{
+    if (NR < 2) { print "-"; exit }
+    split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", t, " ")
+    m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2
+    df = NR - 1; q = df <= 30 ? t[df] : (df <= 60 ? 2.042 : (df <= 120 ? 2.000 : 1.980))  # rounded up
+    h = q * sqrt(v / df / NR); printf "%.2f-%.2f", exp(m - h), exp(m + h)}')
+  if [ "$PAIRED" = 1 ]; then echo "$w paired htsim/mrc CPU ratios:$ratios (geometric mean $geo, 95 % interval $ci, median $med)"; fi
+  if [ "$ALTERNATE" = 1 ]; then echo "$w alternated htsim/mrc CPU ratios:$ratios (geometric mean $geo, 95 % interval $ci, median $med)"; fi
   echo "$w $flows ${best_h:-- - - - -} $best_m $geo" >>"$ROWS"
 done
 
