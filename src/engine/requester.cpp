@@ -202,7 +202,10 @@ bool Requester::build_data(TxPacket& out, std::uint32_t psn, bool rtx, std::uint
   } else {
     ++ctr_.tx_data;
   }
-  r.flags = static_cast<std::uint8_t>((r.flags & ~kLost) | kInFlight | kValid);
+  const bool only_latest = r.tx_count == 0 || (rtx && (r.flags & kOnlyLatest) &&
+                                               static_cast<LossCause>(r.lost_cause) == LossCause::kNack);
+  r.flags = static_cast<std::uint8_t>((r.flags & ~(kLost | kOnlyLatest)) | kInFlight | kValid |
+                                      (only_latest ? kOnlyLatest : 0));
   if (r.tx_count == 0)
     r.since_first = 0;
   else
@@ -497,8 +500,13 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     const bool dup_echo = s.cc_flags & wire::cc_flags::kDupEcho;
     const Duration svc =
         (s.cc_flags & wire::cc_flags::kSvcTime) ? Duration{s.svc_time} * wire::kSvcUnitNs : 0;
-    const bool unambiguous = (trig.tx_count == 1 && !rtx_echo) || (trig.tx_count >= 2 && rtx_echo);
-    if (unambiguous && trig.tx_count <= 2 && now > trig.sent + svc) {
+    // D81: every earlier copy was answered by a trim NACK, so the latest is the one that arrived
+    // (unless a peer that echoes says it was not a retransmission: then nothing is clear).
+    const bool echoes = ep_.config().wire_ext && remote_.wire_ext;
+    const bool only_latest = trig.tx_count >= 2 && (trig.flags & kOnlyLatest) && (rtx_echo || !echoes);
+    const bool unambiguous =
+        only_latest || (trig.tx_count == 1 && !rtx_echo) || (trig.tx_count == 2 && rtx_echo);
+    if (unambiguous && now > trig.sent + svc) {
       const Duration rtt = now - trig.sent - svc;
       sample.rtt_valid = true;
       sample.rtt_ns = rtt;

@@ -21,7 +21,9 @@
 namespace mrc::engine {
 
 /// TxRec::flags
-enum TxFlags : std::uint8_t { kSacked = 1, kInFlight = 2, kLost = 4, kValid = 8 };
+/// kOnlyLatest: every earlier copy was trimmed (a trim NACK answered it), so only the latest can
+/// arrive and its send time times the SACK (D81).
+enum TxFlags : std::uint8_t { kSacked = 1, kInFlight = 2, kLost = 4, kValid = 8, kOnlyLatest = 16 };
 
 struct TxRec {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;  ///< no PSN (list ends)

@@ -246,6 +246,38 @@ TEST(Requester, AFirstCopyArrivingAfterItsTailProbeStillGivesTheRtt) {
   }
 }
 
+TEST(Requester, APacketWhoseEarlierCopiesWereAllTrimmedIsTimedByItsLatestCopy) {
+  // D81: every copy before the third was answered by a trim NACK, so only the third can arrive and
+  // its SACK times it, with or without the peer's retransmission echo. A copy declared lost without
+  // a NACK (the tail probe) may still arrive: then, without the echo, no sample, as before.
+  for (const bool probe : {false, true}) {
+    SCOPED_TRACE(probe ? "second copy sent by the tail probe" : "every copy but the last trimmed");
+    engine::Tunables tun;
+    tun.tail_probe_delay = 20'000;
+    Rig r(tun);
+    ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
+    ASSERT_EQ(r.pull(1000).size(), 1u);
+    wire::Packet n;
+    n.bth.opcode = wire::Opcode::kNack;
+    n.neth.reason = wire::NackReason::kTrimmed;
+    n.neth.nack_psn = psn(0);
+    Time t = 2000;
+    if (probe) {
+      t = 21'000;  // the tail probe resends it
+    } else {
+      r.rq().handle_nack(n, t);
+    }
+    ASSERT_EQ(r.pull(t).size(), 1u);
+    r.rq().handle_nack(n, 3000 + t);
+    ASSERT_EQ(r.pull(3000 + t).size(), 1u);  // the third copy
+    EXPECT_EQ(r.ctr().tx_rtx, 2u);
+    EXPECT_EQ(r.rq().rtt().srtt(), 0u);
+    r.rq().handle_sack(make_sack(psn(0), 0), 3000 + t + 4000);  // no echo: a spec peer's SACK
+    EXPECT_EQ(r.rq().rtt().srtt(), probe ? 0u : 4000u);
+    ASSERT_EQ(r.completions().size(), 1u);
+  }
+}
+
 TEST(Requester, AQpBlockedByItsWindowLeavesTheReadyListUntilASackOpensIt) {
   // The endpoint keeps a QP in its transmit-ready list only while it may send: a QP whose MPR
   // window is full is not polled again for every free port (with 127 such QPs a host spent most
