@@ -249,32 +249,45 @@ TEST(Requester, AFirstCopyArrivingAfterItsTailProbeStillGivesTheRtt) {
 TEST(Requester, APacketWhoseEarlierCopiesWereAllTrimmedIsTimedByItsLatestCopy) {
   // D81: every copy before the third was answered by a trim NACK, so only the third can arrive and
   // its SACK times it, with or without the peer's retransmission echo. A copy declared lost without
-  // a NACK (the tail probe) may still arrive: then, without the echo, no sample, as before.
-  for (const bool probe : {false, true}) {
-    SCOPED_TRACE(probe ? "second copy sent by the tail probe" : "every copy but the last trimmed");
-    engine::Tunables tun;
-    tun.tail_probe_delay = 20'000;
-    Rig r(tun);
-    ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
-    ASSERT_EQ(r.pull(1000).size(), 1u);
-    wire::Packet n;
-    n.bth.opcode = wire::Opcode::kNack;
-    n.neth.reason = wire::NackReason::kTrimmed;
-    n.neth.nack_psn = psn(0);
-    Time t = 2000;
-    if (probe) {
-      t = 21'000;  // the tail probe resends it
-    } else {
-      r.rq().handle_nack(n, t);
+  // a NACK (the tail probe) may still arrive: then no sample, as before (an echo of a retransmission
+  // cannot say whether the second or the third copy arrived). A peer that echoes and says the first
+  // copy arrived is believed instead: the sample is from that copy (D63, the QP has no RTT yet).
+  enum class Peer { kSpec, kEchoRtx, kEchoFirst };
+  for (const Peer peer : {Peer::kSpec, Peer::kEchoRtx, Peer::kEchoFirst}) {
+    for (const bool probe : {false, true}) {
+      SCOPED_TRACE(probe ? "second copy sent by the tail probe" : "every copy but the last trimmed");
+      SCOPED_TRACE(peer == Peer::kSpec      ? "a spec peer (no echo)"
+                   : peer == Peer::kEchoRtx ? "an echoing peer: a retransmission arrived"
+                                            : "an echoing peer: a first transmission arrived");
+      engine::Tunables tun;
+      tun.tail_probe_delay = 20'000;
+      Rig r(tun, 20, 7, 25, /*wire_ext=*/peer != Peer::kSpec);
+      ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
+      ASSERT_EQ(r.pull(1000).size(), 1u);
+      wire::Packet n;
+      n.bth.opcode = wire::Opcode::kNack;
+      n.neth.reason = wire::NackReason::kTrimmed;
+      n.neth.nack_psn = psn(0);
+      Time t = 2000;
+      if (probe) {
+        t = 21'000;  // the tail probe resends it
+      } else {
+        r.rq().handle_nack(n, t);
+      }
+      ASSERT_EQ(r.pull(t).size(), 1u);
+      r.rq().handle_nack(n, 3000 + t);
+      ASSERT_EQ(r.pull(3000 + t).size(), 1u);  // the third copy
+      EXPECT_EQ(r.ctr().tx_rtx, 2u);
+      EXPECT_EQ(r.rq().rtt().srtt(), 0u);
+      std::uint8_t flags = wire::cc_flags::kSvcTime;
+      if (peer == Peer::kEchoRtx) flags |= wire::cc_flags::kRtxEcho;
+      r.rq().handle_sack(make_sack(psn(0), 0, 0, 1, flags), 3000 + t + 4000);
+      if (peer == Peer::kEchoFirst)
+        EXPECT_EQ(r.rq().rtt().srtt(), 3000 + t + 4000 - 1000);
+      else
+        EXPECT_EQ(r.rq().rtt().srtt(), probe ? 0u : 4000u);
+      ASSERT_EQ(r.completions().size(), 1u);
     }
-    ASSERT_EQ(r.pull(t).size(), 1u);
-    r.rq().handle_nack(n, 3000 + t);
-    ASSERT_EQ(r.pull(3000 + t).size(), 1u);  // the third copy
-    EXPECT_EQ(r.ctr().tx_rtx, 2u);
-    EXPECT_EQ(r.rq().rtt().srtt(), 0u);
-    r.rq().handle_sack(make_sack(psn(0), 0), 3000 + t + 4000);  // no echo: a spec peer's SACK
-    EXPECT_EQ(r.rq().rtt().srtt(), probe ? 0u : 4000u);
-    ASSERT_EQ(r.completions().size(), 1u);
   }
 }
 
