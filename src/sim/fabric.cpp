@@ -253,6 +253,8 @@ Fabric::Fabric(std::shared_ptr<const Topology> topo, const FabricConfig& cfg,
   if (cfg_.queue.data_bytes == 0) throw std::invalid_argument("fabric: queue.data_bytes must be > 0");
   if (cfg_.queue.ecn_kmax > 0 && cfg_.queue.ecn_kmax < cfg_.queue.ecn_kmin)
     throw std::invalid_argument("fabric: ecn_kmax must be >= ecn_kmin");
+  if (!(cfg_.queue.trim_queued >= 0 && cfg_.queue.trim_queued <= 1))
+    throw std::invalid_argument("fabric: queue.trim_queued must be in [0, 1]");
   if (cfg_.queue.pfc && (cfg_.queue.pfc_xon == 0 || cfg_.queue.pfc_xon > cfg_.queue.pfc_xoff))
     throw std::invalid_argument("fabric: PFC needs 0 < pfc_xon <= pfc_xoff");
   control_cap_ = cfg_.queue.control_bytes > 0 ? cfg_.queue.control_bytes : 2 * cfg_.queue.data_bytes;
@@ -1289,6 +1291,25 @@ bool Fabric::dequeue(std::uint32_t port, Time at_ps) {
   return true;
 }
 
+void Fabric::note_peak(Port& pt) {
+  if (pt.data_bytes > pt.ctr.peak_data_bytes) {  // (the fabric's peak is the ports' largest)
+    pt.ctr.peak_data_bytes = pt.data_bytes;
+    stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
+  }
+}
+
+// Slots a and b exchange their packets, bytes included (each packet's links stay with its slot).
+void Fabric::swap_slots(std::uint32_t a, std::uint32_t b) {
+  std::swap(pool_[a], pool_[b]);
+  std::swap(pool_[a].next, pool_[b].next);
+  if (cfg_.carry_payload) {
+    std::swap(bufs_[a], bufs_[b]);
+    std::swap(buf_cap_[a], buf_cap_[b]);
+  } else {
+    std::swap(hdr_[a], hdr_[b]);
+  }
+}
+
 void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
   Port& pt = ports_[port];
   // What left before this arrival has left (the queue it sees, the order of the coin flips);
@@ -1307,6 +1328,17 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     if (!cfg_.queue.trimming || !p.trimmable || p.payload_len == 0) {
       drop(port, idx, FabricDrop::kDataTail);
       return;
+    }
+    // Half of the time (trim_queued) the newest queued data packet is trimmed instead, as in
+    // htsim, if the arrival fits in its place: the arrival takes that place in the queue (the two
+    // slots swap their contents) and p, still slot idx, is then the packet to trim (D82).
+    if (const std::uint32_t tail = pt.data_tail;
+        tail != kNone && cfg_.queue.trim_queued > 0 && pool_[tail].trimmable && pool_[tail].payload_len > 0 &&
+        pt.data_bytes - wire_bytes(pool_[tail]) + wire_bytes(p) <= cfg_.queue.data_bytes &&
+        pt.rng.chance(cfg_.queue.trim_queued)) {
+      swap_slots(tail, idx);
+      pt.data_bytes = pt.data_bytes - wire_bytes(p) + wire_bytes(pool_[tail]);
+      note_peak(pt);
     }
     // Trim to the header: payload and trailer are cut off.
     p.len = p.header_len;
@@ -1332,10 +1364,7 @@ void Fabric::enqueue(std::uint32_t port, std::uint32_t idx) {
     pt.ctrl_tail = idx;
   } else {
     pt.data_bytes += wire_bytes(p);
-    if (pt.data_bytes > pt.ctr.peak_data_bytes) {  // (the fabric's peak is the ports' largest)
-      pt.ctr.peak_data_bytes = pt.data_bytes;
-      stats_.peak_data_bytes = std::max(stats_.peak_data_bytes, pt.data_bytes);
-    }
+    note_peak(pt);
     if (pt.data_tail == kNone) {
       pt.data_head = idx;
     } else {
@@ -1430,7 +1459,28 @@ void Fabric::test_arrival(std::uint32_t port, std::uint32_t in_port, std::uint32
   p.tc = control ? engine::TrafficClass::kControl : engine::TrafficClass::kData;
   p.dst = dst;
   p.port = in_port;
+  std::uint8_t* b = hdr_.empty() ? nullptr : hdr_[idx].b;
+  if (cfg_.carry_payload) {
+    if (buf_cap_[idx] < wire) {
+      buf_cap_[idx] = std::max(wire, kMinBuffer);
+      bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
+    }
+    b = bufs_[idx].get();
+  }
+  std::memcpy(b, &wire, sizeof wire);
   enqueue(port, idx);
+}
+
+std::vector<std::uint32_t> Fabric::test_queue_tags(std::uint32_t port) const {
+  std::vector<std::uint32_t> tags;
+  for (std::uint32_t head : {ports_[port].ctrl_head, ports_[port].data_head}) {
+    for (std::uint32_t i = head; i != kNone; i = pool_[i].next) {
+      std::uint32_t t = 0;
+      std::memcpy(&t, cfg_.carry_payload ? bufs_[i].get() : hdr_[i].b, sizeof t);
+      tags.push_back(t);
+    }
+  }
+  return tags;
 }
 
 void Fabric::drop(std::uint32_t port, std::uint32_t idx, FabricDrop why) {

@@ -110,7 +110,12 @@ struct QueueConfig {
   std::uint64_t data_bytes = 178450;  ///< data FIFO capacity (htsim default: 43 x 4150 B)
   std::uint64_t control_bytes = 0;    ///< 0 = 2 x data_bytes
   bool trimming = true;               ///< false: a data packet that does not fit is dropped
-  std::uint64_t ecn_kmin = 37350;     ///< ecn_kmax == 0 disables marking
+  /// With trimming, when a data packet finds the data FIFO full: the chance that the newest queued
+  /// data packet is trimmed instead and the arrival takes its place (htsim's CompositeQueue: 0.5;
+  /// 0: always the arrival). Breaks the phase lock of a simulated network whose every timing is
+  /// exact (D82).
+  double trim_queued = 0.5;
+  std::uint64_t ecn_kmin = 37350;  ///< ecn_kmax == 0 disables marking
   std::uint64_t ecn_kmax = 145250;
   bool ecn_last_hop = true;            ///< mark on ports that lead to a host
   bool pfc = false;                    ///< lossless with per-ingress PAUSE/RESUME (see above)
@@ -395,6 +400,8 @@ class Fabric {
   void service(std::uint32_t host);
   void inject(std::uint32_t host, const engine::TxPacket& tx);
   void enqueue(std::uint32_t port, std::uint32_t idx);
+  void note_peak(Port& pt);
+  void swap_slots(std::uint32_t a, std::uint32_t b);
   /// Starts serialising packet idx on `port` at `at_ps` (or when the port frees up, if later).
   void start_tx(std::uint32_t port, std::uint32_t idx, Time at_ps);
   /// Takes the next packet off the port's queues (control first, ECN marking a data packet) and
@@ -436,8 +443,11 @@ class Fabric {
   void take_message(const Msg& m, const std::uint8_t* bytes);
   /// For tests (FabricTestAccess): a packet of `wire` bytes on the wire, of no host's, reaching
   /// egress `port` now as if over `in_port` (enqueue, as an arrival would).
+  /// Its first header bytes carry `wire` (test_queue_tags).
   void test_arrival(std::uint32_t port, std::uint32_t in_port, std::uint32_t dst, std::uint32_t wire,
                     bool control);
+  /// For tests: the tags in the bytes of the packets queued at `port`, control queue then data.
+  std::vector<std::uint32_t> test_queue_tags(std::uint32_t port) const;
 
   std::shared_ptr<const Topology> shared_topo_;
   const Topology& topo_;                   ///< *shared_topo_

@@ -335,12 +335,13 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
   // [queue]
   if (const toml::table* q = rd.table(root, "queue")) {
     rd.keys(*q, "[queue]",
-            {"data_bytes", "control_bytes", "trimming", "ecn_kmin", "ecn_kmax", "ecn_last_hop", "pfc_xoff",
-             "pfc_xon"});
+            {"data_bytes", "control_bytes", "trimming", "trim_queued", "ecn_kmin", "ecn_kmax", "ecn_last_hop",
+             "pfc_xoff", "pfc_xon"});
     sim::QueueConfig& qc = base.fabric.queue;
     qc.data_bytes = rd.uint(*q, "data_bytes", qc.data_bytes, 1, 1ull << 40);
     qc.control_bytes = rd.uint(*q, "control_bytes", qc.control_bytes, 0, 1ull << 40);
     qc.trimming = rd.boolean(*q, "trimming", qc.trimming);
+    qc.trim_queued = rd.num(*q, "trim_queued", qc.trim_queued, 0, 1);
     qc.ecn_kmin = rd.uint(*q, "ecn_kmin", qc.ecn_kmin, 0, 1ull << 40);
     qc.ecn_kmax = rd.uint(*q, "ecn_kmax", qc.ecn_kmax, 0, 1ull << 40);
     qc.ecn_last_hop = rd.boolean(*q, "ecn_last_hop", qc.ecn_last_hop);

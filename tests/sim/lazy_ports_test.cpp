@@ -1,8 +1,11 @@
-// Lazy switch ports (D68) at the level of one port: packets placed in a switch's egress queue
-// directly (as two arrivals of one picosecond would), lazy against one event per dequeue.
+// A switch's egress port on its own: packets placed in its queue directly (as arrivals of one
+// picosecond would). Lazy ports (D68) against one event per dequeue; which packet a full queue
+// trims (D82).
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <vector>
 
 #include "sim/fabric.hpp"
 #include "sim/topology.hpp"
@@ -13,6 +16,9 @@ struct FabricTestAccess {
   static void arrive(Fabric& f, std::uint32_t port, std::uint32_t in_port, std::uint32_t dst,
                      std::uint32_t wire, bool control) {
     f.test_arrival(port, in_port, dst, wire, control);
+  }
+  static std::vector<std::uint32_t> tags(const Fabric& f, std::uint32_t port) {
+    return f.test_queue_tags(port);
   }
 };
 
@@ -78,6 +84,97 @@ TEST(LazyPort, RunUntilLeavesTheClockAtTheLastDequeue) {
   }
   EXPECT_EQ(clock[0], 320480u);
   EXPECT_EQ(clock[1], clock[0]);
+}
+
+// A data packet that finds the queue full: with trim_queued 0 it is trimmed itself; with 1 the
+// newest queued data packet is trimmed and the arrival takes its place (htsim's rule, D82). Told
+// apart by the bytes the port sends (the header of the trimmed one, 110 B; the others whole) and
+// by the packets' own bytes, whether the fabric carries payloads or headers only.
+TEST(TrimQueued, AFullQueueTrimsTheArrivalOrTheNewestQueuedPacket) {
+  const Uplink s;
+  for (const bool lazy : {false, true}) {
+    for (const bool carry : {false, true}) {
+      for (const double chance : {0.0, 1.0}) {
+        SCOPED_TRACE(testing::Message()
+                     << "lazy " << lazy << ", carry_payload " << carry << ", trim_queued " << chance);
+        FabricConfig c = s.config(lazy);
+        c.carry_payload = carry;
+        c.queue.data_bytes = 12'600;
+        c.queue.ecn_kmax = 0;
+        c.queue.trim_queued = chance;
+        Fabric f(s.t, c);
+        const std::uint32_t port = 2 * s.link, in = 2 * s.t.host_link(0, 0), dst = s.t.hosts - 1;
+        for (const std::uint32_t wire : {4000u, 4001u, 4002u, 4500u})  // the first is sent at once
+          FabricTestAccess::arrive(f, port, in, dst, wire, false);
+        EXPECT_EQ(f.stats().trimmed, 0u);  // 12,503 B queued
+        FabricTestAccess::arrive(f, port, in, dst, 3000, false);
+        EXPECT_EQ(f.stats().trimmed, 1u);
+        // The trimmed header first (control queue), then the data queue in order.
+        const std::vector<std::uint32_t> want = chance == 0
+                                                    ? std::vector<std::uint32_t>{3000, 4001, 4002, 4500}
+                                                    : std::vector<std::uint32_t>{4500, 4001, 4002, 3000};
+        EXPECT_EQ(FabricTestAccess::tags(f, port), want);
+        f.run_until(10'000);
+        const PortCounters& pc = f.port_counters(port);
+        EXPECT_EQ(pc.tx_packets, 5u);
+        EXPECT_EQ(pc.tx_bytes, 4000u + 4001u + 4002u + 110u + (chance == 0 ? 4500u : 3000u));
+        EXPECT_EQ(pc.peak_data_bytes, 12'503u);
+        EXPECT_EQ(f.stats().dropped(), 0u);
+      }
+    }
+  }
+}
+
+// The arrival takes the queued packet's place only if it fits there; else it is trimmed itself.
+TEST(TrimQueued, AnArrivalThatWouldNotFitInTheQueuedPacketsPlaceIsTrimmed) {
+  const Uplink s;
+  FabricConfig c = s.config(true);
+  c.queue.data_bytes = 12'600;
+  c.queue.ecn_kmax = 0;
+  c.queue.trim_queued = 1;
+  Fabric f(s.t, c);
+  const std::uint32_t port = 2 * s.link, in = 2 * s.t.host_link(0, 0), dst = s.t.hosts - 1;
+  for (const std::uint32_t wire : {4000u, 4000u, 4000u, 4500u})
+    FabricTestAccess::arrive(f, port, in, dst, wire, false);
+  FabricTestAccess::arrive(f, port, in, dst, 4700, false);  // 12,700 B in the 4,500 B packet's place
+  f.run_until(10'000);
+  EXPECT_EQ(f.stats().trimmed, 1u);
+  EXPECT_EQ(f.port_counters(port).tx_bytes, 3 * 4000u + 4500u + 110u);
+  EXPECT_LE(f.port_counters(port).peak_data_bytes, c.queue.data_bytes);
+}
+
+// At the default 0.5 the port's own coin decides, about half of the time, across seeds.
+TEST(TrimQueued, TheDefaultTrimsTheQueuedPacketAboutHalfOfTheTime) {
+  const Uplink s;
+  int queued_trimmed = 0;
+  constexpr int kSeeds = 400;
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    FabricConfig c = s.config(true);
+    c.queue.data_bytes = 12'600;
+    c.queue.ecn_kmax = 0;
+    c.seed = static_cast<std::uint64_t>(seed);
+    ASSERT_EQ(c.queue.trim_queued, 0.5);
+    Fabric f(s.t, c);
+    const std::uint32_t port = 2 * s.link, in = 2 * s.t.host_link(0, 0), dst = s.t.hosts - 1;
+    for (const std::uint32_t wire : {4000u, 4000u, 4000u, 4500u, 3000u})
+      FabricTestAccess::arrive(f, port, in, dst, wire, false);
+    f.run_until(10'000);
+    ASSERT_EQ(f.stats().trimmed, 1u);
+    const std::uint64_t sent = f.port_counters(port).tx_bytes;
+    ASSERT_TRUE(sent == 3 * 4000u + 110u + 4500u || sent == 3 * 4000u + 110u + 3000u) << sent;
+    queued_trimmed += sent == 3 * 4000u + 110u + 3000u;
+  }
+  EXPECT_GT(queued_trimmed, kSeeds * 4 / 10);  // binomial(400, 0.5): 200 +- 10 (one sd)
+  EXPECT_LT(queued_trimmed, kSeeds * 6 / 10);
+}
+
+TEST(TrimQueued, OutOfRangeIsRefused) {
+  const Uplink s;
+  for (const double bad : {-0.1, 1.5}) {
+    FabricConfig c = s.config(true);
+    c.queue.trim_queued = bad;
+    EXPECT_THROW(Fabric(s.t, c), std::invalid_argument);
+  }
 }
 
 }  // namespace

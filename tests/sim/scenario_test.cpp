@@ -64,6 +64,21 @@ TEST(Scenario, ErrorsNameFileAndLine) {
   EXPECT_EQ(error_of("[workload]\n"), "t.toml:1: missing [topology]");
 }
 
+// [queue] trim_queued (D82): htsim's 0.5 unless set, a probability.
+TEST(Scenario, TrimQueuedIsAProbability) {
+  const std::string topo = "[topology]\nkind = \"clos\"\nradix = 8\n[workload]\nkind = \"permutation\"\n";
+  EXPECT_EQ(parse_scenario(topo, "a.toml").variants[0].run.fabric.queue.trim_queued, 0.5);
+  EXPECT_EQ(
+      parse_scenario(topo + "[queue]\ntrim_queued = 0\n", "b.toml").variants[0].run.fabric.queue.trim_queued,
+      0.0);
+  EXPECT_EQ(
+      parse_scenario(topo + "[queue]\ntrim_queued = 1\n", "c.toml").variants[0].run.fabric.queue.trim_queued,
+      1.0);
+  EXPECT_EQ(error_of(topo + "[queue]\ntrim_queued = 1.5\n"),
+            "t.toml:7: 'trim_queued' = 1.5 out of range [0, 1]");
+  EXPECT_NE(error_of(topo + "[queue]\ntrim_queued = \"half\"\n"), "");
+}
+
 // The largest fabric of scenarios/ (scen6_scale.toml, 131,072 hosts x 8 planes) is within the
 // default limits; a bigger one is refused before it is built (a fat tree of k=128 on 32 planes
 // would be 16.8 M host links).
