@@ -297,7 +297,9 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   wire::Packet p;
   wire::DecodeOptions opt;
   opt.trimmed = meta.trimmed || meta.trimmed_lasthop;
-  opt.verify_icrc = cfg_.icrc && !opt.trimmed;
+  // A trimmed header has no payload and no ICRC; a driver that carries no payload (no_payload)
+  // delivers zeros the sender's ICRC does not cover.
+  opt.verify_icrc = cfg_.icrc && !opt.trimmed && !meta.no_payload;
   opt.icrc_xor = meta.icrc_xor;
   opt.icrc_any_ipv4_id = meta.icrc_any_ipv4_id;
   opt.ext = ext;

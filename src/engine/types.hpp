@@ -58,7 +58,8 @@ struct RxMeta {
   std::uint32_t icrc_xor = 0;
   bool icrc_any_ipv4_id = false;  ///< wire::DecodeOptions::icrc_any_ipv4_id
   /// The driver carries no payload bytes (a simulator's fabric): a data packet's payload is checked
-  /// against the memory region and counted as placed, but nothing is written there.
+  /// against the memory region and counted as placed, but nothing is written there; its ICRC, which
+  /// covered the real payload, is not verified.
   bool no_payload = false;
 };
 

@@ -309,12 +309,15 @@ TEST(FabricRun, CarryPayloadOffGivesTheSameRun) {
 }
 
 // A full queue that trims its newest queued packet swaps the two packets' slots (D82; the bytes of
-// each: TrimQueued.*). End to end, an incast where every full queue does so completes and runs the
-// same with payloads carried as with headers only.
+// each: TrimQueued.*). End to end, an incast where every full queue does so, its payloads carried
+// and every ICRC checked (a payload left in the other slot would fail it and be dropped), runs as
+// it does with headers only (whose zero payloads the receivers do not check against the ICRC).
 TEST(FabricRun, PacketsTrimmedInTheQueueKeepTheirBytes) {
   RunConfig rc;
   rc.fabric.queue.data_bytes = 40000;
   rc.fabric.queue.trim_queued = 1;
+  rc.fabric.carry_payload = true;
+  rc.icrc = true;
   rc.limit = 50_ms;
   const RunResult a = run_matrix(k8(), incast(512 * 1024), rc);
   rc.fabric.carry_payload = false;
