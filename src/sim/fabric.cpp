@@ -973,11 +973,7 @@ void Fabric::take_message(const Msg& m, const std::uint8_t* bytes) {
   p = m.pkt;
   const std::uint8_t* b = bytes + m.bytes_at;
   if (cfg_.carry_payload) {
-    if (buf_cap_[idx] < p.len) {
-      buf_cap_[idx] = std::max(p.len, kMinBuffer);
-      bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
-    }
-    std::memcpy(bufs_[idx].get(), b, p.len);
+    std::memcpy(slot_buffer(idx, p.len), b, p.len);
   } else {
     std::memcpy(hdr_[idx].b, b, p.header_len + p.trailer_len);
   }
@@ -1096,11 +1092,7 @@ void Fabric::inject(std::uint32_t host, const engine::TxPacket& tx) {
   Packet& p = pool_[idx];
   const std::uint32_t size = tx.wire_size();
   if (cfg_.carry_payload) {
-    if (buf_cap_[idx] < size) {
-      buf_cap_[idx] = std::max(size, kMinBuffer);
-      bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
-    }
-    std::uint8_t* b = bufs_[idx].get();
+    std::uint8_t* b = slot_buffer(idx, size);
     std::memcpy(b, tx.header, tx.header_len);
     if (tx.payload_len > 0) std::memcpy(b + tx.header_len, tx.payload, tx.payload_len);
     if (tx.trailer_len > 0) std::memcpy(b + tx.header_len + tx.payload_len, tx.trailer, tx.trailer_len);
@@ -1298,6 +1290,15 @@ void Fabric::note_peak(Port& pt) {
   }
 }
 
+// carry_payload: slot idx's byte buffer, grown to hold `size` bytes (kept for the slot's next packets).
+std::uint8_t* Fabric::slot_buffer(std::uint32_t idx, std::uint32_t size) {
+  if (buf_cap_[idx] < size) {
+    buf_cap_[idx] = std::max(size, kMinBuffer);
+    bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
+  }
+  return bufs_[idx].get();
+}
+
 // Slots a and b exchange their packets, bytes included (each packet's links stay with its slot).
 void Fabric::swap_slots(std::uint32_t a, std::uint32_t b) {
   std::swap(pool_[a], pool_[b]);
@@ -1459,15 +1460,7 @@ void Fabric::test_arrival(std::uint32_t port, std::uint32_t in_port, std::uint32
   p.tc = control ? engine::TrafficClass::kControl : engine::TrafficClass::kData;
   p.dst = dst;
   p.port = in_port;
-  std::uint8_t* b = hdr_.empty() ? nullptr : hdr_[idx].b;
-  if (cfg_.carry_payload) {
-    if (buf_cap_[idx] < wire) {
-      buf_cap_[idx] = std::max(wire, kMinBuffer);
-      bufs_[idx].reset(new std::uint8_t[buf_cap_[idx]]);
-    }
-    b = bufs_[idx].get();
-  }
-  std::memcpy(b, &wire, sizeof wire);
+  std::memcpy(cfg_.carry_payload ? slot_buffer(idx, wire) : hdr_[idx].b, &wire, sizeof wire);
   enqueue(port, idx);
 }
 

@@ -402,6 +402,7 @@ class Fabric {
   void enqueue(std::uint32_t port, std::uint32_t idx);
   void note_peak(Port& pt);
   void swap_slots(std::uint32_t a, std::uint32_t b);
+  std::uint8_t* slot_buffer(std::uint32_t idx, std::uint32_t size);
   /// Starts serialising packet idx on `port` at `at_ps` (or when the port frees up, if later).
   void start_tx(std::uint32_t port, std::uint32_t idx, Time at_ps);
   /// Takes the next packet off the port's queues (control first, ECN marking a data packet) and
