@@ -28,6 +28,18 @@ class Rack {
       rtt_ = rtt;
     }
   }
+  /// A reliability probe sent at `sent` was answered `rtt` after it left: everything sent before it
+  /// should have been reported by now, so its send time becomes the reference. Its RTT does not
+  /// (D83): a probe is a small control packet, sent and switched ahead of data, so it overtakes
+  /// the data sent just before it (4 KiB serialised at each hop, SACK coalescing), and a data
+  /// packet held to the probe's RTT was declared lost while still on its way. The reference keeps
+  /// the newest data packet's RTT when that is longer.
+  void on_probe_answered(Time sent, Duration rtt) {
+    if (sent > sent_) {
+      sent_ = sent;
+      rtt_ = std::max(rtt_, rtt);
+    }
+  }
   /// An acknowledgement at `now` reported packets whose newest first transmission left at
   /// `newest_sent`: RACK's reference, and (coalescing included) a sample of the largest RTT of the
   /// last `window`, how long the slowest path in use takes (D63).

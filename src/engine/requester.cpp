@@ -555,8 +555,8 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     if (pr.live && pr.id == s.probe_id) {
       pr.live = false;
       --live_probes_;
-      // Everything sent before the probe should have been reported by now.
-      rack_.on_delivered(pr.sent, now - pr.sent);
+      // Everything sent before the probe should have been reported by now (D83: by the data's RTT).
+      rack_.on_probe_answered(pr.sent, now - pr.sent);
       if (!pr.tail && pr.ev_slot != EvManager::kNone) evm_.on_probe_success(pr.ev_slot, now);
     }
   }

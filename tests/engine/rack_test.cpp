@@ -126,5 +126,41 @@ TEST(Rack, APacketOnALivePathWaitsForTheSlowestPath) {
   EXPECT_EQ(rack.timer(), 6 * kUs);
 }
 
+TEST(Rack, AProbeAnswerMovesTheReferenceButKeepsTheDataRtt) {
+  // D83: packet 3's SACK says the data takes 10 us; an EV probe sent at 6 us is answered after
+  // 4 us (a small control packet overtakes the data). Every packet sent before the probe is
+  // judged from then on, by the data's 10 us: packet 0 is lost at 0 + 10 + 2 us, not at
+  // 0 + 4 + 2 us (the probe's RTT declared packets lost that were still on their way).
+  Flight f(8);
+  Rack rack;
+  f.sp.remove(f.psn(3));
+  rack.on_delivered(3 * kUs, 10 * kUs);
+  rack.on_probe_answered(6 * kUs, 4 * kUs);
+  EXPECT_EQ(rack.newest_delivered_sent(), 6 * kUs);
+  EXPECT_EQ(rack.rtt(), 10 * kUs);
+  EXPECT_TRUE(f.detect(rack, 2 * kUs, 11 * kUs).empty());
+  EXPECT_EQ(rack.timer(), 12 * kUs);
+  EXPECT_EQ(f.detect(rack, 2 * kUs, 16 * kUs), (std::vector<std::uint32_t>{0, 1, 2, 4}));
+  EXPECT_EQ(rack.timer(), 17 * kUs);  // packet 5, sent before the probe
+  EXPECT_EQ(f.detect(rack, 2 * kUs, 17 * kUs), (std::vector<std::uint32_t>{5}));
+  EXPECT_EQ(rack.timer(), kNever);  // 6 and 7 were not sent before the probe
+
+  // A longer probe RTT than the data's (a congested path) is kept; an older probe moves nothing.
+  rack.on_probe_answered(7 * kUs, 12 * kUs);
+  EXPECT_EQ(rack.rtt(), 12 * kUs);
+  rack.on_probe_answered(5 * kUs, 30 * kUs);
+  EXPECT_EQ(rack.newest_delivered_sent(), 7 * kUs);
+  EXPECT_EQ(rack.rtt(), 12 * kUs);
+}
+
+TEST(Rack, WithNoDataReferenceAProbeAnswerGivesItsOwnRtt) {
+  Flight f(4);
+  Rack rack;
+  rack.on_probe_answered(2 * kUs, 5 * kUs);
+  EXPECT_EQ(rack.rtt(), 5 * kUs);
+  EXPECT_EQ(f.detect(rack, 1 * kUs, 7 * kUs), (std::vector<std::uint32_t>{0, 1}));  // 0 + 5 + 1, 1 + 5 + 1
+  EXPECT_EQ(rack.timer(), kNever);
+}
+
 }  // namespace
 }  // namespace mrc::engine
