@@ -68,10 +68,15 @@ class RttEstimator {
     return srtt_ != 0 && queued() ? std::min(slowest + window, 2 * slowest) : 0;
   }
   /// The newest packet's SACK is due after about srtt; allow the larger of the reorder window
-  /// (`window`, which a tunable may override) and 4 rttvar beyond it.
+  /// (`window`, which a tunable may override) and 4 rttvar beyond it. Before the first sample the
+  /// queues on the way are unknown: kNoSampleBases base RTTs (D84).
   Duration tail_probe_delay(Duration window) const {
+    if (srtt_ == 0) return kNoSampleBases * base_ + window;
     return std::max(srtt_, base_) + std::max(window, 4 * rttvar_);
   }
+  /// D84: a fresh QP's first packets meet whatever queues the other QPs built (a 128-host
+  /// all-to-all's first RTTs were 3.2-5.3 base RTTs); at 1.25 the probe resent them all.
+  static constexpr Duration kNoSampleBases = 4;
   /// A probe is unanswered after 4 base RTTs, or after twice the RTO-style bound when RTTs vary (a
   /// software endpoint's scheduling jitter is many base RTTs: without this every probe "failed"
   /// and ASSUMED_BAD EVs never came back).

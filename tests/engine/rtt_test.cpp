@@ -38,6 +38,16 @@ TEST(RttEstimator, TheReorderWindowIsAnEighthBaseRttOnASteadyPath) {  // D62
   EXPECT_EQ(r.probe_wait(), 32'000u);  // 4 base RTTs
 }
 
+TEST(RttEstimator, BeforeItsFirstSampleTheTailProbeWaitsFourBaseRtts) {  // D84
+  // The hint (10 us) is the base RTT until a sample comes.
+  RttEstimator r(10'000);
+  EXPECT_EQ(r.srtt(), 0u);
+  EXPECT_EQ(r.tail_probe_delay(r.reorder_window()), 4 * 10'000u + r.reorder_window());
+  EXPECT_EQ(r.tail_probe_delay(500), 40'500u);
+  r.on_sample(30'000);  // the first sample: srtt 30 us, rttvar 15 us, and the usual rule
+  EXPECT_EQ(r.tail_probe_delay(500), 30'000u + 4 * 15'000u);
+}
+
 TEST(RttEstimator, QueuedPathsKeepTheQuarterBaseRttFloor) {  // D62
   // srtt 15 % above the base with no variation: the spread (1.2 us) is below a quarter of the base
   // RTT, and the floor is that quarter, not the eighth of an unqueued path.
