@@ -66,11 +66,11 @@ class Requester {
   enum class NewDataGate : std::uint8_t { kGo, kNothing, kWindow, kWimm };
   [[gnu::always_inline]] inline NewDataGate new_data_gate(std::uint32_t& len) const;
   /// The window holds lost `psn`'s retransmission back: past the MPR window's edge (a dynamic MPR
-  /// shrink can leave lost packets there) or no room in the congestion window. poll() and
-  /// settle_blocked() ask this for the oldest lost packet.
+  /// shrink can leave lost packets there) or no room in the congestion window, unless a tail-loss
+  /// probe just fired (D85). poll() and settle_blocked() ask this for the oldest lost packet.
   bool rtx_held(std::uint32_t psn) const {
     return static_cast<std::uint32_t>(psn_diff(psn, snd_una_)) >= window_psns() ||
-           !cc_.can_send(sent_.rec(psn).len + kPktOverhead);
+           (!tlp_force_ && !cc_.can_send(sent_.rec(psn).len + kPktOverhead));
   }
   /// Lost packets waiting for their retransmission.
   std::uint32_t lost() const { return sent_.lost(); }
@@ -231,8 +231,11 @@ class Requester {
   /// event that can open it calls. A blocked QP leaves the endpoint's ready list (wants_tx).
   bool window_blocked_ = false;
   std::uint8_t tlp_backoff_ = 0;  ///< tail-loss probes since the last progress (PTO doubles with each)
-  Duration pto_ = 0;              ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
-  PathBlame blame_;               ///< when a confirmed loss blames its EV (D43, D57)
+  /// D85: a tail-loss probe fired; the next retransmission goes even if the congestion window is
+  /// full (a probe the window holds back probes nothing).
+  bool tlp_force_ = false;
+  Duration pto_ = 0;  ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
+  PathBlame blame_;   ///< when a confirmed loss blames its EV (D43, D57)
   Time last_progress_ = 0;
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;
@@ -281,6 +284,7 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
       update_pto();
       mark_lost(sent_.newest(), LossCause::kTail, now);
       tail_probe_at_ = now + pto_;
+      tlp_force_ = true;
     }
   }
   // 2. Retransmissions, oldest gap first.
@@ -297,6 +301,7 @@ inline bool Requester::poll(TxPacket& out, std::uint32_t ports, Time now) {
     const bool dup = ep_.config().tun.failover_dup && r.ev_slot != EvManager::kNone &&
                      plane_failed(evm_.ev(r.ev_slot).port) && blame_.lossy(ctr_.tx_data);
     if (!build_data(out, psn, true, slot, now)) return false;
+    tlp_force_ = false;
     if (dup) queue_dup(psn);
     return true;
   }

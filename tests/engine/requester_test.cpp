@@ -39,8 +39,10 @@ struct Rig {
   /// one); timeout and retries: the QP's RTO.
   /// wire_ext: the connection agreed to the wire extensions (the SACK says which copy arrived).
   /// events: the endpoint keeps events (EndpointConfig::events).
+  /// cc: the QP's congestion control (default: none, the window is the MPR's).
   explicit Rig(const engine::Tunables& tun = {}, std::uint8_t timeout = 20, std::uint8_t retry_linear = 7,
-               std::uint8_t retry_exp = 25, bool wire_ext = false, bool events = true) {
+               std::uint8_t retry_exp = 25, bool wire_ext = false, bool events = true,
+               const cc::Config* cc = nullptr) {
     engine::EndpointConfig ec;
     ec.num_ports = 2;
     ec.tun = tun;
@@ -57,6 +59,7 @@ struct Rig {
     c.evs = engine::make_ev_set(2, 4, 1);
     c.active_count = 8;
     c.cc.algorithm = cc::Algorithm::kNone;  // no congestion window: the window is the MPR's
+    if (cc != nullptr) c.cc = *cc;
     qpn = ep->create_qp(c);
     engine::QpRemote r;
     r.peer = 7;
@@ -224,6 +227,36 @@ TEST(Requester, ATailLossIsRepairedByTheTailProbe) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].wr_id, 1u);
   EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+}
+
+TEST(Requester, TheTailProbeGoesOutThroughAFullCongestionWindow) {
+  // D85: three packets fill NSCC's window and no SACK comes back (in a 128-host all-to-all: a SACK
+  // the responder coalesced, waiting for more data while the sender waited for it). The tail-loss
+  // probe declares the newest lost, which here (loss counted as congestion) also takes it off the
+  // window: the two still in flight fill it. The probe resends anyway, as Linux forces out its loss
+  // probe; held back by the window it probed nothing and only the RTO ended the wait.
+  engine::Tunables tun;
+  tun.tail_probe_delay = 20'000;
+  tun.loss_is_congestion = true;
+  cc::Config cc;
+  cc.algorithm = cc::Algorithm::kNscc;
+  cc.nscc.max_cwnd = 3 * (kPmtu + engine::kPktOverhead);
+  cc.nscc.mtu = kPmtu + engine::kPktOverhead;
+  Rig r(tun, 20, 7, 25, false, true, &cc);
+  ASSERT_EQ(r.post(1, 8 * kPmtu, 1000), 0);
+  EXPECT_EQ(r.pull(1000).size(), 3u);  // the congestion window's three packets
+  EXPECT_TRUE(r.pull(5000).empty());
+  EXPECT_TRUE(r.pull(21'000 - 1).empty());
+  const auto g = r.pull(21'000);
+  ASSERT_EQ(g.size(), 1u);
+  const wire::Packet p = decoded(g[0]);
+  EXPECT_EQ(p.bth.psn, psn(2));
+  EXPECT_TRUE(p.bth.rtx);
+  EXPECT_TRUE(p.bth.ack_req);
+  EXPECT_TRUE(r.pull(21'001).empty());  // one packet per probe: the window holds the rest
+  // The resend's SACK acknowledges all three (the first copies had arrived): new data goes again.
+  r.rq().handle_sack(make_sack(psn(2), 0, 0, 1, wire::cc_flags::kSvcTime | wire::cc_flags::kRtxEcho), 23'000);
+  EXPECT_FALSE(r.pull(23'000).empty());
 }
 
 TEST(Requester, AFirstCopyArrivingAfterItsTailProbeStillGivesTheRtt) {
