@@ -106,6 +106,22 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
     c.syndrome = wire::aeth::kNakRemoteAccessError;
   }
   queue_ctrl(c);
+  // D86: a trim NACK also reports the arrivals coalescing holds back. The requester resends the
+  // trimmed packet at once, but without the SACK it would not know which of the packets sent
+  // before it arrived: when the coalescing threshold is not reached again (a window's last
+  // packets), it waited for its tail probe or the RTO. The SACK answers no packet (no trigger,
+  // no echo): the trimmed one did not arrive.
+  if (a.reply == Responder::Reply::kNack && rx_.unacked_bytes() > 0 &&
+      (a.reason == wire::NackReason::kTrimmed || a.reason == wire::NackReason::kTrimmedLastHop)) {
+    CtrlTx more;
+    more.op = wire::Opcode::kSack;
+    more.no_trigger = true;
+    more.port = meta.port;
+    more.entropy = meta.ev;
+    more.arrived = now;
+    rx_.sack_queued();
+    queue_ctrl(more);
+  }
 }
 
 bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time now) {

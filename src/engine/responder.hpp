@@ -56,6 +56,8 @@ class Responder {
 
   /// A SACK was queued: coalescing starts again.
   void sack_queued() { unacked_bytes_ = 0; }
+  /// Payload bytes placed since the last SACK was queued (what coalescing holds back).
+  std::uint32_t unacked_bytes() const { return unacked_bytes_; }
   /// The cumulative ack: the PSN below the expected one.
   std::uint32_t cack() const { return psn_add(rcvd_.epsn(), -1); }
   std::uint32_t epsn() const { return rcvd_.epsn(); }

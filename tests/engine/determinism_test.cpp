@@ -58,7 +58,9 @@ Fingerprint run_scenario(std::uint64_t seed) {
   o.timeout = 8;
   o.buf_size = 4 << 20;
   Pair p(o);
-  p.net().kill_path(2, 7, 30_us);  // early enough for its EV to lose the 2-3 packets D43 needs
+  // Early enough for its EV to lose the 2-3 packets D43 needs: it does at each of seeds 11-20 (at
+  // 30 us it did at 7 of them, and at 8 after D86).
+  p.net().kill_path(2, 7, 20_us);
   for (std::uint64_t i = 0; i < 4; ++i) EXPECT_EQ(p.b().post_recv(p.qpn_b(), 100 + i), 0);
   EXPECT_EQ(p.write(1, 0, 1 << 20, 0), 0);
   EXPECT_EQ(p.write(2, 1 << 20, 300000, 1 << 20, true, 0xA1), 0);

@@ -154,6 +154,48 @@ TEST(LossRecovery, SeveralDeadPathsAreEachBlamedAtTheirSecondLoss) {
   }
 }
 
+TEST(LossRecovery, ATrimNackAlsoReportsTheArrivalsCoalescingHeldBack) {
+  // D86: two packets arrive (no ACK request: the responder coalesces them), then the third's
+  // trimmed header. The NACK asks for the third again; a SACK goes with it, so that the requester
+  // also learns the first two arrived (before D86 it learned that only from the resend's SACK, and
+  // when that resend was trimmed too, from its tail probe or the RTO).
+  Pair p(PairOptions{});
+  const auto frames = first_frames(p, 3, 1000);
+  ASSERT_EQ(frames.size(), 3u);
+  deliver(p.b(), frames[0], p.node_a(), 3000);
+  deliver(p.b(), frames[1], p.node_a(), 3100);
+  EXPECT_TRUE(pull_all(p.b(), 3100, 0xF).empty());  // coalesced
+  Frame trimmed = frames[2];
+  trimmed.bytes.resize(trimmed.bytes.size() - p.options().pmtu - wire::kIcrcSize);
+  engine::RxMeta m = rx_meta(p.node_a(), trimmed.port, trimmed.ev.value);
+  m.trimmed = true;
+  p.b().receive(trimmed.bytes, m, 3200);
+  const auto answers = pull_all(p.b(), 3200, 0xF);
+  ASSERT_EQ(answers.size(), 2u);
+  wire::Packet nack, sack;
+  ASSERT_EQ(answers[0].decode(nack), wire::Error::kOk);
+  ASSERT_EQ(answers[1].decode(sack), wire::Error::kOk);
+  EXPECT_EQ(nack.bth.opcode, wire::Opcode::kNack);
+  EXPECT_EQ(nack.neth.nack_psn, frames[2].psn);
+  ASSERT_EQ(sack.bth.opcode, wire::Opcode::kSack);
+  EXPECT_EQ(sack.seth.cack_psn, frames[1].psn);  // both arrivals
+  EXPECT_EQ(sack.seth.ack_psn_offset, -32768);   // it answers no packet: no RTT sample from it
+  EXPECT_EQ(sack.seth.cc_flags & wire::cc_flags::kEcnEcho, 0);
+  // The requester takes both: only the trimmed packet is outstanding, and it goes again.
+  for (const Frame& f : answers) deliver(p.a(), f, p.node_b(), 5000);
+  EXPECT_EQ(p.qpa().outstanding_psns(), 1u);
+  const auto resend = pull_all(p.a(), 5000, 0xF);
+  ASSERT_EQ(resend.size(), 1u);
+  EXPECT_EQ(resend[0].psn, frames[2].psn);
+  // A trimmed header with nothing unreported gets its NACK alone.
+  p.b().receive(trimmed.bytes, m, 5100);
+  const auto again = pull_all(p.b(), 5100, 0xF);
+  ASSERT_EQ(again.size(), 1u);
+  wire::Packet only;
+  ASSERT_EQ(again[0].decode(only), wire::Error::kOk);
+  EXPECT_EQ(only.bth.opcode, wire::Opcode::kNack);
+}
+
 TEST(LossRecovery, TailLossIsRepairedWithinTwoRtts) {
   // The last packet of a message is lost: nothing sent after it can expose the loss, so the
   // tail-loss probe resends it one PTO (about srtt + reorder window) after it left (D43).
