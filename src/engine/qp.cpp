@@ -205,17 +205,9 @@ bool Qp::poll_ctrl(TxPacket& out, std::uint32_t ports, Time now) {
   sack_more_ = false;
   if (!build_ctrl(out, c, ports, now)) return false;
   ctrl_.pop_front();
-  if (sack_more_) {
-    // The rest of the arrivals (D3). It answers no packet: no trigger, no echo, no probe (the
-    // trigger's PSN may be a probe's, which a later data packet takes, D22).
-    CtrlTx more;
-    more.op = wire::Opcode::kSack;
-    more.no_trigger = true;
-    more.port = c.port;
-    more.entropy = c.entropy;
-    more.arrived = now;
-    queue_ctrl(more);
-  }
+  // The rest of the arrivals (D3). It answers no packet (the trigger's PSN may be a probe's, which
+  // a later data packet takes, D22).
+  if (sack_more_) queue_untriggered_sack(c.port, c.entropy, now);
   return true;
 }
 

@@ -137,7 +137,7 @@ class Qp {
     std::uint8_t cc_flags = 0;
     wire::SackMode m = wire::SackMode::kNone;
     bool pr = false;
-    bool no_trigger = false;  ///< a continuation SACK (D3): answers no packet
+    bool no_trigger = false;  ///< answers no packet (queue_untriggered_sack)
     std::uint16_t probe_id = 0;
     std::uint16_t tx_timestamp = 0;
     Time arrived = 0;
@@ -145,6 +145,9 @@ class Qp {
   void rx_data(const wire::Packet& p, const RxMeta& meta, Time now);
   void rx_probe(const wire::Packet& p, const RxMeta& meta, Time now);
   void queue_ctrl(const CtrlTx& c);
+  /// A SACK that answers no packet (no trigger, no echo, no probe): the rest of the arrivals after a
+  /// full bitmap (D3), those a trim NACK finds unreported (D86).
+  void queue_untriggered_sack(std::uint8_t port, std::uint32_t entropy, Time now);
   void queue_sack(const wire::Packet& p, const RxMeta& meta, Time now, bool pr, std::uint16_t probe_id,
                   bool dup = false);
   bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);

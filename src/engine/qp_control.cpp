@@ -113,15 +113,19 @@ void Qp::rx_data(const wire::Packet& p, const RxMeta& meta, Time now) {
   // no echo): the trimmed one did not arrive.
   if (a.reply == Responder::Reply::kNack && rx_.unacked_bytes() > 0 &&
       (a.reason == wire::NackReason::kTrimmed || a.reason == wire::NackReason::kTrimmedLastHop)) {
-    CtrlTx more;
-    more.op = wire::Opcode::kSack;
-    more.no_trigger = true;
-    more.port = meta.port;
-    more.entropy = meta.ev;
-    more.arrived = now;
     rx_.sack_queued();
-    queue_ctrl(more);
+    queue_untriggered_sack(meta.port, meta.ev, now);
   }
+}
+
+void Qp::queue_untriggered_sack(std::uint8_t port, std::uint32_t entropy, Time now) {
+  CtrlTx c;
+  c.op = wire::Opcode::kSack;
+  c.no_trigger = true;
+  c.port = port;
+  c.entropy = entropy;
+  c.arrived = now;
+  queue_ctrl(c);
 }
 
 bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time now) {
