@@ -31,6 +31,13 @@ TITLES = {
 FULL_SCALE = ("scen6_scale.toml", "scen6_collective.toml")
 
 
+def shown_mrc(mrc):
+    """The mrc binary as a report shows it: its path in the repository, else just `mrc` (a path
+    outside the repository names a machine, which the docs must not)."""
+    rel = os.path.relpath(mrc)
+    return rel if not rel.startswith("..") else "mrc"
+
+
 def loud(msg):
     print(f"make_results: *** {msg}", file=sys.stderr)
 
@@ -65,8 +72,7 @@ def run_scenario(mrc, toml_path, work):
     name = os.path.splitext(os.path.basename(toml_path))[0]
     out_json = os.path.join(work, name + ".flows.json")
     path, missing = prepare(toml_path, work, out_json)
-    shown = os.path.relpath(mrc) if not os.path.relpath(mrc).startswith("..") else "mrc"
-    cmd = f"{shown} sim {os.path.relpath(toml_path)}"
+    cmd = f"{shown_mrc(mrc)} sim {os.path.relpath(toml_path)}"
     if missing:
         return {"name": name, "cmd": cmd, "error": f"input {missing} is missing (tools/cm/gen_permutation.py writes the .cm matrices)"}
     t0 = time.time()
@@ -247,7 +253,7 @@ def main():
             for f in full if not a.full_scale else []:
                 stem = os.path.splitext(os.path.basename(f))[0]
                 saved = os.path.join(outdir, stem + ".json")
-                md += [f"### `{stem}` (full size)", "", "```", f"{os.path.relpath(mrc)} sim {f}", "```", ""]
+                md += [f"### `{stem}` (full size)", "", "```", f"{shown_mrc(mrc)} sim {f}", "```", ""]
                 if os.path.exists(saved):
                     res = json.load(open(saved, encoding="utf-8"))
                     md += ["Not re-run by this invocation (it needs GBs of memory and minutes; `make_results.sh",
