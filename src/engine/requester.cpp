@@ -67,7 +67,10 @@ Duration Requester::slowest_window() const {
 
 Duration Requester::tail_probe_delay() const {
   const Duration d = ep_.config().tun.tail_probe_delay;
-  return d ? d : rtt_.tail_probe_delay(reorder_window());
+  // D87: RTT samples leave out how long the responder held the SACK (svc), but the SACK for the
+  // newest packet is held too: the probe waits out the longest hold lately, as QUIC's PTO adds the
+  // peer's max_ack_delay (RFC 9002 6.2.1) and TLP the delayed-ACK timer (RFC 8985 7.2).
+  return d ? d : rtt_.tail_probe_delay(reorder_window()) + sack_delay_.get();
 }
 
 void Requester::tx_ready() {
@@ -506,6 +509,10 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     const bool only_latest = trig.tx_count >= 2 && (trig.flags & kOnlyLatest) && (rtx_echo || !echoes);
     const bool unambiguous =
         only_latest || (trig.tx_count == 1 && !rtx_echo) || (trig.tx_count == 2 && rtx_echo);
+    if (s.cc_flags & wire::cc_flags::kSvcTime) {
+      sack_delay_.update(now, svc, slowest_window());
+      update_pto();
+    }
     if (unambiguous && now > trig.sent + svc) {
       const Duration rtt = now - trig.sent - svc;
       sample.rtt_valid = true;

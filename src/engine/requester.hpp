@@ -23,6 +23,7 @@
 #include "engine/ring.hpp"
 #include "engine/rtt.hpp"
 #include "engine/sent_packets.hpp"
+#include "engine/windowed_max.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::engine {
@@ -235,7 +236,10 @@ class Requester {
   /// full (a probe the window holds back probes nothing).
   bool tlp_force_ = false;
   Duration pto_ = 0;  ///< tail_probe_delay() << tlp_backoff_, kept current by update_pto()
-  PathBlame blame_;   ///< when a confirmed loss blames its EV (D43, D57)
+  /// The longest the responder held a SACK lately (its svc_time, over slowest_window()): the tail
+  /// probe waits that out too (D87).
+  WindowedMax sack_delay_;
+  PathBlame blame_;  ///< when a confirmed loss blames its EV (D43, D57)
   Time last_progress_ = 0;
   std::uint32_t retries_ = 0;
   std::uint8_t peer_mpr_adv_ = 0;

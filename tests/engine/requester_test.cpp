@@ -259,6 +259,38 @@ TEST(Requester, TheTailProbeGoesOutThroughAFullCongestionWindow) {
   EXPECT_FALSE(r.pull(23'000).empty());
 }
 
+TEST(Requester, TheTailProbeWaitsOutHowLongTheResponderHeldItsSacks) {
+  // D87: an RTT sample leaves out the time the responder held the SACK (svc_time), but the SACK for
+  // the newest packet is held too. In an all-to-all a SACK waits behind other QPs' data at the
+  // responder's NIC, longer than the base RTT, and a probe that did not wait for it resent packets
+  // that had arrived. Two QPs see the same RTT, one with SACKs held 16 us: its probe waits 16 us
+  // more, for as long as that hold was seen lately (two RTTs).
+  Time probe_at[2] = {}, probe_later[2] = {};
+  for (const bool held : {false, true}) {
+    Rig r;
+    const std::uint16_t units = held ? 500 : 0;  // 16 us
+    const Duration svc = Duration{units} * wire::kSvcUnitNs;
+    ASSERT_EQ(r.post(1, kPmtu, 1000), 0);
+    ASSERT_EQ(r.pull(1000).size(), 1u);
+    wire::Packet s = make_sack(psn(0), 0);
+    s.seth.svc_time = units;
+    r.rq().handle_sack(s, 11'000 + svc);
+    ASSERT_EQ(r.rq().rtt().srtt(), 10'000u);
+    ASSERT_EQ(r.completions().size(), 1u);
+    ASSERT_EQ(r.post(2, kPmtu, 40'000), 0);
+    ASSERT_EQ(r.pull(40'000).size(), 1u);
+    probe_at[held] = r.rq().next_deadline();
+    // A SACK held 0 us three RTTs later: the 16 us hold no longer counts.
+    r.rq().handle_sack(make_sack(psn(1), 0), 50'000);
+    ASSERT_EQ(r.post(3, kPmtu, 80'000), 0);
+    ASSERT_EQ(r.pull(80'000).size(), 1u);
+    probe_later[held] = r.rq().next_deadline();
+  }
+  EXPECT_GT(probe_at[0], 40'000u);
+  EXPECT_EQ(probe_at[1] - probe_at[0], 16'000u);
+  EXPECT_EQ(probe_later[1], probe_later[0]);
+}
+
 TEST(Requester, AFirstCopyArrivingAfterItsTailProbeStillGivesTheRtt) {
   // D63: a packet resent by the tail probe before its SACK came (a deep queue) is acknowledged by
   // a SACK that says the first copy arrived (no retransmission echo): its RTT is measured from the
