@@ -510,8 +510,9 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
     const bool unambiguous =
         only_latest || (trig.tx_count == 1 && !rtx_echo) || (trig.tx_count == 2 && rtx_echo);
     if (s.cc_flags & wire::cc_flags::kSvcTime) {
+      const Duration held = sack_delay_.get();
       sack_delay_.update(now, svc, slowest_window());
-      update_pto();
+      if (sack_delay_.get() != held) update_pto();  // every other input of the PTO keeps it current
     }
     if (unambiguous && now > trig.sent + svc) {
       const Duration rtt = now - trig.sent - svc;

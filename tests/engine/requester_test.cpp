@@ -280,7 +280,7 @@ TEST(Requester, TheTailProbeWaitsOutHowLongTheResponderHeldItsSacks) {
     ASSERT_EQ(r.post(2, kPmtu, 40'000), 0);
     ASSERT_EQ(r.pull(40'000).size(), 1u);
     probe_at[held] = r.rq().next_deadline();
-    // A SACK held 0 us three RTTs later: the 16 us hold no longer counts.
+    // A SACK held 0 us, more than two RTTs after the held one: the 16 us hold no longer counts.
     r.rq().handle_sack(make_sack(psn(1), 0), 50'000);
     ASSERT_EQ(r.post(3, kPmtu, 80'000), 0);
     ASSERT_EQ(r.pull(80'000).size(), 1u);
