@@ -1,7 +1,9 @@
 // Registered memory regions: what a responder may write (rkey) and a requester may read (lkey).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "common/rng.hpp"
 
@@ -32,16 +34,37 @@ class MemoryTable {
   explicit MemoryTable(std::uint64_t seed) : rng_(seed) {}
   /// Registers [addr, addr+length) with random, unique, non-zero lkey/rkey. Returns nullptr if
   /// addr is null, length is 0 or access has unknown bits.
+  /// The region stays at this address until it is deregistered.
   const MemoryRegion* register_region(void* addr, std::uint64_t length, std::uint32_t access);
   bool deregister(std::uint32_t lkey);
-  const MemoryRegion* find_rkey(std::uint32_t rkey) const;
+  /// Valid until the next register_region() or deregister(): read it at once.
+  const MemoryRegion* find_rkey(std::uint32_t rkey) const {
+    if (rkey == 0 || by_rkey_.empty()) return nullptr;
+    const std::size_t mask = by_rkey_.size() - 1;
+    for (std::size_t i = rkey_home(rkey);; i = (i + 1) & mask) {
+      const MemoryRegion& r = by_rkey_[i];
+      if (r.rkey == rkey) return &r;
+      if (r.rkey == 0) return nullptr;  // the table is never full
+    }
+  }
   const MemoryRegion* find_lkey(std::uint32_t lkey) const;
   std::size_t size() const { return by_lkey_.size(); }
 
  private:
+  std::size_t rkey_home(std::uint32_t rkey) const {
+    return (rkey * 0x9E3779B1u) >> rkey_shift_;  // Fibonacci hashing: the top bits
+  }
+  void rkey_insert(const MemoryRegion& mr);
+  void rkey_place(const MemoryRegion& mr);
+  void rkey_erase(std::uint32_t rkey);
+
   Rng rng_;
-  std::unordered_map<std::uint32_t, MemoryRegion> by_lkey_;
-  std::unordered_map<std::uint32_t, std::uint32_t> rkey_to_lkey_;
+  std::unordered_map<std::uint32_t, MemoryRegion> by_lkey_;  ///< the regions (stable addresses)
+  /// Every packet a responder places looks its rkey up: an open-addressed table of copies of the
+  /// regions, keyed by rkey (0: an empty slot; keys are never 0), linear probing, at most half
+  /// full, backward-shift deletion. A lookup reads one line where two node-based maps read four.
+  std::vector<MemoryRegion> by_rkey_;
+  unsigned rkey_shift_ = 32;  ///< 32 - log2(by_rkey_.size())
 };
 
 }  // namespace mrc::engine
