@@ -39,63 +39,11 @@ Endpoint::Endpoint(const EndpointConfig& cfg)
 
 Endpoint::~Endpoint() = default;
 
-void Endpoint::due_up(std::uint32_t pos) const {
-  while (pos > 0) {
-    const std::uint32_t parent = (pos - 1) / 2;
-    if (!due_less(due_heap_[pos], due_heap_[parent])) return;
-    due_swap(pos, parent);
-    pos = parent;
-  }
-}
-
-void Endpoint::due_down(std::uint32_t pos) const {
-  const auto n = static_cast<std::uint32_t>(due_heap_.size());
-  for (;;) {
-    std::uint32_t m = pos;
-    const std::uint32_t l = 2 * pos + 1, r = l + 1;
-    if (l < n && due_less(due_heap_[l], due_heap_[m])) m = l;
-    if (r < n && due_less(due_heap_[r], due_heap_[m])) m = r;
-    if (m == pos) return;
-    due_swap(pos, m);
-    pos = m;
-  }
-}
-
-void Endpoint::due_set(std::uint32_t i, Time t) const {
-  const Time old = due_[i];
-  if (t == old) return;
-  due_[i] = t;
-  std::uint32_t pos = due_pos_[i];
-  if (t == kNever) {  // leaves the heap
-    const auto last = static_cast<std::uint32_t>(due_heap_.size() - 1);
-    if (pos != last) due_swap(pos, last);
-    due_heap_.pop_back();
-    due_pos_[i] = kNoPos;
-    if (pos < due_heap_.size()) {  // the one moved into the hole may belong above or below it
-      const std::uint32_t moved = due_heap_[pos];
-      due_up(pos);
-      due_down(due_pos_[moved]);
-    }
-    return;
-  }
-  if (pos == kNoPos) {
-    pos = static_cast<std::uint32_t>(due_heap_.size());
-    due_heap_.push_back(i);
-    due_pos_[i] = pos;
-    due_up(pos);
-    return;
-  }
-  if (old == kNever || t < old)
-    due_up(pos);
-  else
-    due_down(pos);
-}
-
 void Endpoint::refresh_deadlines() const {
   for (const std::uint32_t i : dirty_) {
     is_dirty_[i] = 0;
     const Qp* q = qps_[i].get();
-    due_set(i, q != nullptr ? q->next_deadline() : kNever);
+    due_.set(i, q != nullptr ? q->next_deadline() : kNever);
   }
   dirty_.clear();
 }
@@ -132,8 +80,7 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   qps_.push_back(std::make_unique<Qp>(*this, qpn, cfg));
   in_ready_.push_back(0);
   idle_until_.push_back(0);
-  due_.push_back(kNever);
-  due_pos_.push_back(kNoPos);
+  due_.add_index();
   is_dirty_.push_back(0);
   if (err) *err = 0;
   return qpn;
@@ -441,7 +388,7 @@ void Endpoint::prefetch_next_tx(Time now) const {
 
 Time Endpoint::next_deadline() const {
   refresh_deadlines();
-  Time t = due_heap_.empty() ? kNever : due_[due_heap_.front()];
+  Time t = due_.min();
 #ifndef NDEBUG
   {  // the heap must agree with a scan of every QP (a missed touch() would lose a timer)
     Time scan = kNever;
@@ -461,22 +408,11 @@ void Endpoint::expire_skips(Time now) {
 }
 
 void Endpoint::on_timer(Time now) {
-  // The due QPs in QPN order, as a scan of every QP would visit them. They are the heap's top
-  // subtree of entries <= now, gathered breadth first (heap positions, then QP indices); they stay
-  // in the heap, touched, and take their new deadlines at the next refresh_deadlines().
+  // The due QPs in QPN order, as a scan of every QP would visit them. They stay in the heap,
+  // touched, and take their new deadlines at the next refresh_deadlines().
   refresh_deadlines();
-  fired_.clear();
-  if (!due_heap_.empty() && due_[due_heap_.front()] <= now) fired_.push_back(0);
-  const auto n = static_cast<std::uint32_t>(due_heap_.size());
-  for (std::size_t j = 0; j < fired_.size(); ++j) {
-    const std::uint32_t l = 2 * fired_[j] + 1;
-    if (l < n && due_[due_heap_[l]] <= now) fired_.push_back(l);
-    if (l + 1 < n && due_[due_heap_[l + 1]] <= now) fired_.push_back(l + 1);
-  }
-  for (std::uint32_t& i : fired_) {
-    i = due_heap_[i];
-    touch(i);
-  }
+  due_.collect_due(now, fired_);
+  for (const std::uint32_t i : fired_) touch(i);
   std::sort(fired_.begin(), fired_.end());
   for (const std::uint32_t i : fired_) {
     Qp* q = qps_[i].get();

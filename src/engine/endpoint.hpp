@@ -19,6 +19,7 @@
 #include "cc/cc.hpp"
 #include "common/rng.hpp"
 #include "engine/auth.hpp"
+#include "engine/deadline_heap.hpp"
 #include "engine/ev_manager.hpp"
 #include "engine/memory.hpp"
 #include "engine/types.hpp"
@@ -326,11 +327,10 @@ class Endpoint {
   bool poll_ep_tx(TxPacket& out, Time now, std::uint32_t free_ports);
   void prefetch_next_tx(Time now) const;  ///< EndpointConfig::prefetch, after a packet is polled
 
-  // QP timers: every QP's next_deadline() cached in an indexed min-heap ordered by (deadline, QP
-  // index), so next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP (a host
-  // of a 128-host all-to-all has 254). A QP's deadline is re-read (touch) whenever the endpoint
-  // hands the QP to code that may change it: qp(), poll_tx, on_timer, port-status changes. That
-  // also ends the QP's idle promise (idle_until_).
+  // QP timers: every QP's next_deadline() cached in a DeadlineHeap (by QP index), so
+  // next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP. A QP's deadline
+  // is re-read (touch) whenever the endpoint hands the QP to code that may change it: qp(),
+  // poll_tx, on_timer, port-status changes. That also ends the QP's idle promise (idle_until_).
   void touch(std::uint32_t i) const {
     idle_until_[i] = 0;
     if (is_dirty_[i]) return;
@@ -338,19 +338,7 @@ class Endpoint {
     dirty_.push_back(i);
   }
   void refresh_deadlines() const;
-  bool settle_one(Time at);  ///< settle_tx() past its cheap checks
-  void due_set(std::uint32_t i, Time t) const;
-  bool due_less(std::uint32_t a, std::uint32_t b) const {
-    return due_[a] != due_[b] ? due_[a] < due_[b] : a < b;
-  }
-  void due_swap(std::uint32_t a, std::uint32_t b) const {
-    std::swap(due_heap_[a], due_heap_[b]);
-    due_pos_[due_heap_[a]] = a;
-    due_pos_[due_heap_[b]] = b;
-  }
-  void due_up(std::uint32_t pos) const;
-  void due_down(std::uint32_t pos) const;
-  static constexpr std::uint32_t kNoPos = 0xFFFFFFFFu;
+  bool settle_one(Time at);                         ///< settle_tx() past its cheap checks
   static constexpr std::uint32_t kFirstQpn = 0x10;  // 0..2 are reserved (QPN 2 = endpoint requests)
   /// The QP numbered `qpn` or nullptr, not touched (qp() touches it for callers that may change it).
   Qp* find_qp(std::uint32_t qpn) const {
@@ -362,10 +350,8 @@ class Endpoint {
   MemoryTable memory_;
   std::shared_ptr<const EvManager::Table> last_ev_table_;  ///< shared_ev_table()'s last
   std::vector<std::unique_ptr<Qp>> qps_;                   ///< index = qpn - kFirstQpn
-  mutable std::vector<Time> due_;               ///< per QP index: cached deadline (kNever: not in the heap)
-  mutable std::vector<std::uint32_t> due_pos_;  ///< per QP index: position in due_heap_ or kNoPos
-  mutable std::vector<std::uint32_t> due_heap_;
-  mutable std::vector<std::uint32_t> dirty_;  ///< QP indices whose deadline may have changed
+  mutable DeadlineHeap due_;                               ///< per QP index: its cached next_deadline()
+  mutable std::vector<std::uint32_t> dirty_;               ///< QP indices whose deadline may have changed
   mutable std::vector<std::uint8_t> is_dirty_;
   std::vector<std::uint32_t> fired_;     ///< on_timer scratch
   std::vector<std::uint32_t> tx_ready_;  ///< indices of QPs that may have something to send (round robin)
