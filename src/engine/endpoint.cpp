@@ -41,7 +41,7 @@ Endpoint::~Endpoint() = default;
 
 void Endpoint::refresh_deadlines() const {
   for (const std::uint32_t i : dirty_) {
-    is_dirty_[i] = 0;
+    slot_[i].dirty = 0;
     const Qp* q = qps_[i].get();
     due_.set(i, q != nullptr ? q->next_deadline() : kNever);
   }
@@ -78,10 +78,8 @@ std::uint32_t Endpoint::create_qp(const QpConfig& cfg, int* err) {
   if (qps_.size() + kFirstQpn > kPsnMask) return fail(ENOMEM);
   const auto qpn = static_cast<std::uint32_t>(kFirstQpn + qps_.size());
   qps_.push_back(std::make_unique<Qp>(*this, qpn, cfg));
-  in_ready_.push_back(0);
-  idle_until_.push_back(0);
+  slot_.push_back(QpSlot{});
   due_.add_index();
-  is_dirty_.push_back(0);
   if (err) *err = 0;
   return qpn;
 }
@@ -97,7 +95,7 @@ int Endpoint::destroy_qp(std::uint32_t qpn) {
   Qp* q = qp(qpn);
   if (q == nullptr) return EINVAL;
   tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), qpn - kFirstQpn), tx_ready_.end());
-  in_ready_[qpn - kFirstQpn] = 0;
+  slot_[qpn - kFirstQpn].ready = 0;
   qps_[qpn - kFirstQpn].reset();
   touch(qpn - kFirstQpn);  // leaves the timer heap
   return 0;
@@ -108,7 +106,7 @@ int Endpoint::reconfigure_qp(std::uint32_t qpn, const QpConfig& cfg) {
   if (q == nullptr || !valid_qp_config(cfg)) return EINVAL;
   if (q->state() != QpState::kReset) return q->reconfigure(cfg);
   tx_ready_.erase(std::remove(tx_ready_.begin(), tx_ready_.end(), qpn - kFirstQpn), tx_ready_.end());
-  in_ready_[qpn - kFirstQpn] = 0;
+  slot_[qpn - kFirstQpn].ready = 0;
   qps_[qpn - kFirstQpn] = std::make_unique<Qp>(*this, qpn, cfg);
   return 0;
 }
@@ -222,8 +220,8 @@ bool Endpoint::poll_event(Event& out) {
 
 void Endpoint::mark_tx_ready(Qp* q) {
   const std::uint32_t i = q->qpn() - kFirstQpn;
-  if (in_ready_[i]) return;
-  in_ready_[i] = 1;
+  if (slot_[i].ready) return;
+  slot_[i].ready = 1;
   tx_ready_.push_back(i);
 }
 
@@ -326,7 +324,7 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
     if (tx_rr_ >= tx_ready_.size()) tx_rr_ = 0;
     // By index: an idle QP is passed over without touching its (for many QPs, cold) state.
     const std::uint32_t i = tx_ready_[tx_rr_];
-    if (now < idle_until_[i]) {  // as the last poll: nothing, and nothing changed
+    if (now < slot_[i].idle_until) {  // as the last poll: nothing, and nothing changed
       ++tx_rr_;
       ++tried;
       continue;
@@ -348,7 +346,7 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
       --n;
       continue;
     }
-    idle_until_[i] = q->idle_until();
+    slot_[i].idle_until = q->idle_until();
     ++tx_rr_;
     ++tried;
   }
@@ -361,7 +359,7 @@ bool Endpoint::poll_tx(TxPacket& out, Time now, std::uint32_t free_ports) {
 bool Endpoint::settle_one(Time at) {
   const std::uint32_t i = tx_ready_[0];
   if (!qps_[i]->settle_blocked(at)) return false;
-  in_ready_[i] = 0;
+  slot_[i].ready = 0;
   tx_ready_.clear();
   tx_rr_ = 0;
   return true;
@@ -375,7 +373,7 @@ void Endpoint::prefetch_next_tx(Time now) const {
   bool first = true;
   for (std::size_t k = 0, j = tx_rr_; k < 6 && k + 1 < n; ++k, ++j) {
     if (j >= n) j = 0;
-    if (idle_until_[tx_ready_[j]] > now) continue;
+    if (slot_[tx_ready_[j]].idle_until > now) continue;
     const Qp& q = *qps_[tx_ready_[j]];
     if (!first) {
       q.prefetch_tx_lines();

@@ -301,7 +301,7 @@ class Endpoint {
  private:
   /// Takes the QP at position `pos` of the ready list off it (the last entry takes its place).
   void leave_ready_at(std::size_t pos) {
-    in_ready_[tx_ready_[pos]] = 0;
+    slot_[tx_ready_[pos]].ready = 0;
     tx_ready_[pos] = tx_ready_.back();
     tx_ready_.pop_back();
   }
@@ -330,11 +330,12 @@ class Endpoint {
   // QP timers: every QP's next_deadline() cached in a DeadlineHeap (by QP index), so
   // next_deadline() and on_timer() cost O(log QPs) instead of a scan of every QP. A QP's deadline
   // is re-read (touch) whenever the endpoint hands the QP to code that may change it: qp(),
-  // poll_tx, on_timer, port-status changes. That also ends the QP's idle promise (idle_until_).
+  // poll_tx, on_timer, port-status changes. That also ends the QP's idle promise (QpSlot::idle_until).
   void touch(std::uint32_t i) const {
-    idle_until_[i] = 0;
-    if (is_dirty_[i]) return;
-    is_dirty_[i] = 1;
+    QpSlot& s = slot_[i];
+    s.idle_until = 0;
+    if (s.dirty) return;
+    s.dirty = 1;
     dirty_.push_back(i);
   }
   void refresh_deadlines() const;
@@ -352,13 +353,17 @@ class Endpoint {
   std::vector<std::unique_ptr<Qp>> qps_;                   ///< index = qpn - kFirstQpn
   mutable DeadlineHeap due_;                               ///< per QP index: its cached next_deadline()
   mutable std::vector<std::uint32_t> dirty_;               ///< QP indices whose deadline may have changed
-  mutable std::vector<std::uint8_t> is_dirty_;
-  std::vector<std::uint32_t> fired_;     ///< on_timer scratch
+  std::vector<std::uint32_t> fired_;                       ///< on_timer scratch
   std::vector<std::uint32_t> tx_ready_;  ///< indices of QPs that may have something to send (round robin)
-  std::vector<std::uint8_t> in_ready_;   ///< per QP index: listed in tx_ready_
-  /// Per QP index: Qp::idle_until() after a poll_tx that found nothing; until then, or until the QP
-  /// is touched, poll_tx passes over it (0: no promise).
-  mutable std::vector<Time> idle_until_;
+  /// The endpoint's own per-QP flags in one entry, so a visit to a QP reads one line of them.
+  struct QpSlot {
+    /// Qp::idle_until() after a poll_tx that found nothing; until then, or until the QP is touched,
+    /// poll_tx passes over it (0: no promise).
+    Time idle_until = 0;
+    std::uint8_t dirty = 0;  ///< listed in dirty_
+    std::uint8_t ready = 0;  ///< listed in tx_ready_
+  };
+  mutable std::vector<QpSlot> slot_;  ///< per QP index
   std::size_t tx_rr_ = 0;
   std::deque<Completion> completions_;
   std::deque<Event> events_;
