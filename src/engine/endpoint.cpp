@@ -230,13 +230,14 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
   // The wire extensions are read if that QP (for an endpoint packet: the peer) agreed to them.
   Qp* q = nullptr;
   bool ext = false;
+  std::uint32_t dest = 0;
   if (pkt.size() >= 8) {
-    const std::uint32_t dest = bth_dest_qp(pkt);
+    dest = bth_dest_qp(pkt);
     if (dest == wire::kEpQpn) {
       ext = peer_wire_ext(meta.peer);
     } else {
       q = find_qp(dest);
-      ext = cfg_.wire_ext && q != nullptr && q->remote().wire_ext;
+      ext = cfg_.wire_ext && q != nullptr && q->peer_wire_ext();
     }
   }
   wire::Packet p;
@@ -262,13 +263,13 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
     handle_endpoint_packet(p, meta, now);
     return;
   }
-  if (q != nullptr) touch(q->qpn() - kFirstQpn);  // as qp() does
+  if (q != nullptr) touch(dest - kFirstQpn);  // as qp() does (q is QP `dest`)
   if (q == nullptr || q->state() == QpState::kReset || q->state() == QpState::kInit) {
     ++counters_.rx_unknown_qp;
     return;
   }
   // Only the connected peer may talk to a QP, with the QP's partition key.
-  if (meta.peer != q->remote().peer) {
+  if (meta.peer != q->peer()) {
     ++counters_.rx_wrong_peer;
     return;
   }

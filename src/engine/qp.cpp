@@ -38,6 +38,10 @@ int Qp::to_rtr(const QpRemote& r, Time now) {
       r.peer_max_wimm_dest == 0)
     return EINVAL;
   remote_ = r;
+  wire_ext_ = r.wire_ext;
+  auth_on_ = r.auth.on;
+  peer_ = r.peer;
+  dest_qpn_ = r.qpn;
   req_.update_window();
   rx_.start(r.rq_psn);
   state_ = QpState::kRtr;
@@ -162,7 +166,8 @@ void prefetch_lines(const void* first, const void* end) {
 }  // namespace
 
 void Qp::prefetch_rx(bool feedback) const {
-  prefetch_lines(this, &ctr_.rtx_nack);  // identity, configuration, remote, state, the rx counters
+  prefetch_lines(this, &cfg_.evs);                // identity, state and the remote copies
+  prefetch_lines(&ctr_.rx_data, &ctr_.rtx_nack);  // the rx counters (remote_: MAC keys only)
   if (feedback) {
     prefetch_lines(&req_, &req_ + 1);
   } else {
@@ -172,7 +177,8 @@ void Qp::prefetch_rx(bool feedback) const {
 }
 
 void Qp::prefetch_tx_lines() const {
-  prefetch_lines(this, &ctr_);               // identity, configuration, remote, state
+  prefetch_lines(this, &cfg_.evs);           // identity, state and the remote copies
+  prefetch_lines(&ctr_, &ctr_.rx_data);      // the tx counters
   prefetch_lines(&peer_ports_, &ctrl_run_);  // the requester and the control queue
 }
 
@@ -212,14 +218,14 @@ bool Qp::poll_ctrl(TxPacket& out, std::uint32_t ports, Time now) {
 }
 
 bool Qp::finish_tx(TxPacket& out, const wire::Packet& p, std::uint16_t slot, TrafficClass tc) {
-  out.wire_ext = ep_.config().wire_ext && remote_.wire_ext;
-  if (!encode_tx(out, p, ep_.config().icrc, remote_.auth.on ? &remote_.auth.tx : nullptr)) {
+  out.wire_ext = ep_.config().wire_ext && wire_ext_;
+  if (!encode_tx(out, p, ep_.config().icrc, auth_on_ ? &remote_.auth.tx : nullptr)) {
     ++ctr_.tx_encode_errors;
     return false;
   }
   out.ev = req_.evs().ev(slot);
   out.port = out.ev.port;
-  out.peer = remote_.peer;
+  out.peer = peer_;
   out.qpn = qpn_;
   out.tc = tc;
   return true;

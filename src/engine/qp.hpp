@@ -30,6 +30,9 @@ class Qp {
   /// The QP's configuration; `evs` is empty (the EVs are in evs(), the EV manager).
   const QpConfig& config() const { return cfg_; }
   const QpRemote& remote() const { return remote_; }
+  std::uint32_t peer() const { return peer_; }          ///< remote().peer
+  std::uint32_t dest_qpn() const { return dest_qpn_; }  ///< remote().qpn
+  bool peer_wire_ext() const { return wire_ext_; }      ///< remote().wire_ext
   const QpCounters& counters() const { return ctr_; }
   const EvManager& evs() const { return req_.evs(); }
   std::uint32_t probes_in_flight() const {
@@ -152,11 +155,19 @@ class Qp {
                   bool dup = false);
   bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);
 
+  // What every packet in or out reads of the QP's identity, in its first cache line: the state, and
+  // copies of the remote fields (set with remote_ in to_rtr) that the receive checks, the header
+  // and the transmit metadata need. remote_ (two other lines) is left to rarer reads: the MAC keys
+  // of an authenticated QP, the WIMM limit.
   Endpoint& ep_;
   std::uint32_t qpn_;
+  QpState state_ = QpState::kReset;
+  bool wire_ext_ = false;       ///< remote_.wire_ext
+  bool auth_on_ = false;        ///< remote_.auth.on
+  std::uint32_t peer_ = 0;      ///< remote_.peer
+  std::uint32_t dest_qpn_ = 0;  ///< remote_.qpn
   QpConfig cfg_;
   QpRemote remote_{};
-  QpState state_ = QpState::kReset;
   QpCounters ctr_;
   Rng rng_;  ///< seeds the EV manager
   std::uint32_t peer_ports_ = 0xFFFFFFFFu;

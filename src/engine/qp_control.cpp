@@ -154,7 +154,7 @@ bool Qp::build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t ports, Time no
   wire::Packet p;
   p.bth.opcode = c.op;
   p.bth.pkey = cfg_.pkey;
-  p.bth.dest_qp = remote_.qpn;
+  p.bth.dest_qp = dest_qpn_;
   if (c.op == wire::Opcode::kSack) {
     wire::Seth& s = p.seth;
     p.bth.psn = rx_.cack();

@@ -158,7 +158,7 @@ bool Requester::fill_data(wire::Packet& p, const TxRec& r, std::uint32_t psn, bo
   else
     p.bth.opcode = Opcode::kWriteMiddle;
   p.bth.pkey = cfg_.pkey;
-  p.bth.dest_qp = remote_.qpn;
+  p.bth.dest_qp = qp_.dest_qpn();
   p.bth.psn = psn;
   p.bth.rtx = rtx;
   p.meth.msn = w.msn;
@@ -505,7 +505,7 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
         (s.cc_flags & wire::cc_flags::kSvcTime) ? Duration{s.svc_time} * wire::kSvcUnitNs : 0;
     // D81: every earlier copy was answered by a trim NACK, so the latest is the one that arrived
     // (unless a peer that echoes says it was not a retransmission: then nothing is clear).
-    const bool echoes = ep_.config().wire_ext && remote_.wire_ext;
+    const bool echoes = ep_.config().wire_ext && qp_.peer_wire_ext();
     const bool only_latest = trig.tx_count >= 2 && (trig.flags & kOnlyLatest) && (rtx_echo || !echoes);
     const bool unambiguous =
         only_latest || (trig.tx_count == 1 && !rtx_echo) || (trig.tx_count == 2 && rtx_echo);
@@ -524,7 +524,7 @@ void Requester::handle_sack(const wire::Packet& p, Time now) {
       if (trig.tx_count == 1) note_reordering(rack_.excess(trig.sent, rtt));
       rack_.on_delivered(trig.sent, rtt);
     } else if (rtt_.srtt() == 0 && trig.tx_count >= 2 && !rtx_echo && ep_.config().wire_ext &&
-               remote_.wire_ext && trig.since_first != 0xFFFFFFFFu &&
+               qp_.peer_wire_ext() && trig.since_first != 0xFFFFFFFFu &&
                now > trig.sent - trig.since_first + svc) {
       // D63: the peer says the first copy arrived (Karn's ambiguity resolved by the echo). Without
       // this sample a QP whose every packet is resent before its SACK (a tail probe in a deep incast
@@ -748,7 +748,7 @@ bool Requester::send_probe(TxPacket& out, std::uint16_t slot, bool tail, Time no
   wire::Packet p;
   p.bth.opcode = wire::Opcode::kProbe;
   p.bth.pkey = cfg_.pkey;
-  p.bth.dest_qp = remote_.qpn;
+  p.bth.dest_qp = qp_.dest_qpn();
   p.bth.psn = snd_nxt_;  // consumes no PSN
   p.bth.ack_req = true;
   p.peth.probe_id = id;
