@@ -1,6 +1,6 @@
 // DeadlineHeap: one deadline per index (a QP's next timer), kept in an indexed min-heap ordered by
-// (deadline, index), so the earliest deadline and every deadline that is due cost O(log n) and
-// O(due) instead of a scan of every QP (a host of a 128-host all-to-all has 254).
+// (deadline, index): the earliest deadline is at the root, a change costs O(log n) and gathering the
+// due ones O(due), instead of a scan of every QP (a host of a 128-host all-to-all has 254).
 //
 // Laid out for a simulator where thousands of endpoints each keep one, touched at random: the heap
 // is 4-ary and holds each deadline next to its index, so a sift reads one or two lines a level and

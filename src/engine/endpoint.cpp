@@ -303,7 +303,7 @@ bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& me
     }
   } else {
     const Qp* q = qp(dest);
-    if (q == nullptr || !q->remote().auth.on) return true;
+    if (q == nullptr || !q->auth_on()) return true;
     // A trimmed packet lost its tag with its payload, so it cannot be told from a forgery: dropped,
     // the sender recovers it as a loss.
     if (opt.trimmed || !mac_valid(q->remote().auth.rx, pkt)) {

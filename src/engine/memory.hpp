@@ -62,7 +62,7 @@ class MemoryTable {
   std::unordered_map<std::uint32_t, MemoryRegion> by_lkey_;  ///< the regions (stable addresses)
   /// Every packet a responder places looks its rkey up: an open-addressed table of copies of the
   /// regions, keyed by rkey (0: an empty slot; keys are never 0), linear probing, at most half
-  /// full, backward-shift deletion. A lookup reads one line where two node-based maps read four.
+  /// full, backward-shift deletion. A lookup reads one or two lines where two node-based maps read four.
   std::vector<MemoryRegion> by_rkey_;
   unsigned rkey_shift_ = 32;  ///< 32 - log2(by_rkey_.size())
 };

@@ -78,7 +78,7 @@ void Qp::fail_all(WcStatus first_status, std::uint32_t failing_wqe, Time now) {
     e.type = EventType::kQpError;
     e.qpn = qpn_;
     e.time = now;
-    e.peer = remote_.peer;
+    e.peer = peer_;
     ep_.push_event(e);
   }
 }
@@ -122,7 +122,7 @@ void Qp::emit_ev_event(const EvManager::Transition& t, Time now) {
   e.to = t.to;
   e.cause = t.cause;
   e.time = now;
-  e.peer = remote_.peer;
+  e.peer = peer_;
   ep_.push_event(e);
 }
 
@@ -167,7 +167,8 @@ void prefetch_lines(const void* first, const void* end) {
 
 void Qp::prefetch_rx(bool feedback) const {
   prefetch_lines(this, &cfg_.evs);                // identity, state and the remote copies
-  prefetch_lines(&ctr_.rx_data, &ctr_.rtx_nack);  // the rx counters (remote_: MAC keys only)
+  prefetch_lines(&ctr_.rx_data, &ctr_.rtx_nack);  // the rx counters
+  if (auth_on_) prefetch_lines(&remote_.auth.rx, &remote_.auth.rx + 1);  // the MAC key
   if (feedback) {
     prefetch_lines(&req_, &req_ + 1);
   } else {

@@ -33,6 +33,7 @@ class Qp {
   std::uint32_t peer() const { return peer_; }          ///< remote().peer
   std::uint32_t dest_qpn() const { return dest_qpn_; }  ///< remote().qpn
   bool peer_wire_ext() const { return wire_ext_; }      ///< remote().wire_ext
+  bool auth_on() const { return auth_on_; }             ///< remote().auth.on
   const QpCounters& counters() const { return ctr_; }
   const EvManager& evs() const { return req_.evs(); }
   std::uint32_t probes_in_flight() const {
@@ -155,8 +156,9 @@ class Qp {
                   bool dup = false);
   bool build_ctrl(TxPacket& out, const CtrlTx& c, std::uint32_t free_ports, Time now);
 
-  // What every packet in or out reads of the QP's identity, in its first cache line: the state, and
-  // copies of the remote fields (set with remote_ in to_rtr) that the receive checks, the header
+  // What every packet in or out reads of the QP's identity, in its first 24 bytes (the first 56 with
+  // the configuration fields packets read, cfg_ up to evs: what the prefetches fetch): the state,
+  // and copies of the remote fields (set with remote_ in to_rtr) that the receive checks, the header
   // and the transmit metadata need. remote_ (two other lines) is left to rarer reads: the MAC keys
   // of an authenticated QP, the WIMM limit.
   Endpoint& ep_;
