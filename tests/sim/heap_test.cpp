@@ -1,5 +1,9 @@
 // tune_heap (sim/heap.hpp, D70). It changes the whole process's allocator, so each case runs in a
-// forked child and reports through its exit status.
+// forked child and reports through its exit status. And it must be called early, on a heap with
+// little free space (mrc sim calls it before it builds anything): after the other tests of this
+// binary, the heap has more free space than a reservation may ask for. So each case that calls it
+// runs first in a process of its own, started afresh (this binary again, filtered to the case),
+// whether the binary runs one test (ctest) or all of them.
 #include "sim/heap.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -37,6 +42,28 @@ int in_child(const std::function<int()>& body) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+// Runs the current test in a new process of this binary, filtered to that test, and checks its exit
+// status: true. In that process (the environment names the test to it): false, so the test goes on.
+bool ran_in_fresh_process() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  constexpr const char* kVar = "MRC_HEAP_TEST_FRESH";
+  if (const char* e = std::getenv(kVar); e != nullptr && name == e) return false;
+  std::fflush(nullptr);  // (or the child would write out the parent's buffered output again)
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv(kVar, name.c_str(), 1);
+    const std::string filter = "--gtest_filter=" + name;
+    execl("/proc/self/exe", "heap_test_fresh", filter.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << name << " failed in a fresh process (its output is above); status " << status;
+  return true;
 }
 
 bool thp_offered() {
@@ -91,6 +118,7 @@ long huge_kb_of(const void* addr) {
 // The tuning (a 64 MB reservation): the heap reserves address space ahead and the kernel marks it for huge
 // pages ("hg" in smaps); a 4 MB block allocated afterwards lies in it, below the break.
 TEST(Heap, TheHeapIsReservedAndMarked) {
+  if (ran_in_fresh_process()) return;
   EXPECT_EQ(in_child([] {
               HeapTuning t;
               t.reserve_bytes = std::size_t{64} << 20;
@@ -123,6 +151,7 @@ void* kept(void* p) {
 // anywhere), the reservation is made. The child first gives the heap 8 MB of free top, then takes
 // k pages of it: the top's start moves by k pages, through every page of a 2 MB page.
 TEST(Heap, TheReservationIsMadeWhereverTheBreakLies) {
+  if (ran_in_fresh_process()) return;
   const bool thp = thp_offered();
   int failures = 0;
   for (std::size_t k = 0; k < 512; ++k) {
@@ -149,6 +178,7 @@ TEST(Heap, TheReservationIsMadeWhereverTheBreakLies) {
 // just above the boundary (above the little the child allocated since) and, written, is backed by
 // huge pages (or, when memory is too fragmented, the kernel counts a huge-page fault that fell back).
 TEST(Heap, TheBlocksAfterTheReservationAreOnHugePages) {
+  if (ran_in_fresh_process()) return;
   EXPECT_EQ(in_child([] {
               const bool thp = thp_offered();
               const HeapReport r = tune_heap(heap_tuning_for(256, 1024));
