@@ -24,6 +24,13 @@ add_test(NAME cli_sim_seed_and_json_out
                  -DEXPECTED=${PROJECT_SOURCE_DIR}/tests/sim_golden/perm_faults.json
                  -DOUT=${CMAKE_CURRENT_BINARY_DIR}/sim_json_out -P ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/sim_overrides.cmake)
 set_tests_properties(cli_sim_seed_and_json_out PROPERTIES LABELS cli TIMEOUT 120)
+# An output path that cannot be written is refused before the run (no progress line: nothing ran),
+# with the reason; a writable one is left as it was found (see cli_sim_seed_and_json_out).
+mrc_cli_test(NAME sim_json_out_unwritable EXIT 2
+             MATCH "mrc sim: cannot write /nonexistent-mrc-dir/x.json: No such file or directory" NOT "bytes  sim"
+             ARGS sim ${perm_faults} --variant 2 --progress --json-out /nonexistent-mrc-dir/x.json)
+mrc_cli_test(NAME sim_csv_out_a_directory EXIT 2 MATCH "mrc sim: cannot write /: Is a directory" NOT "bytes  sim"
+             ARGS sim ${perm_faults} --variant 2 --progress --csv-out /)
 # --threads / --partitions (parallel runs, D55): checked like every integer; byte-identical output is
 # the golden tests' job (tests/sim_golden, --threads 2).
 mrc_cli_test(NAME sim_threads_zero EXIT 2 MATCH "--threads: must be an integer in \\[1, 256\\], got '0'"

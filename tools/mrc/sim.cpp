@@ -4,13 +4,17 @@
 // scenario it runs a built-in default (perm-128, k=8 fat tree): MRC spraying over 128 EVs, MRC on a
 // single EV (flow ECMP) and RoCEv2 + PFC. Started by mpirun (built with MPI), the processes run one
 // distributed simulation and rank 0 prints it (docs/cli.md).
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -339,6 +343,38 @@ void select_variants(Scenario& sc) {
   sc.variants = std::move(keep);
 }
 
+/// Whether `path` can be opened for writing: opened to append (an existing file keeps its bytes) and,
+/// if this made it, removed again. Else false, and the reason in `why`.
+bool can_write(const std::string& path, std::string& why) {
+  struct stat st {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return false;
+  }
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+  return true;
+}
+
+/// An output file that cannot be written is found before the run, not after it (which may take
+/// hours): rank 0, which writes them, tries each, and every rank learns the verdict. Throws
+/// ScenarioError on rank 0; false on the other ranks (they stop quietly).
+bool outputs_writable(const Scenario& sc, sim::Ranks* ranks) {
+  std::string bad, why;
+  if (g_opt.rank0)
+    for (const std::string* p : {&sc.json_path, &sc.csv_path})
+      if (!p->empty() && !can_write(*p, why)) {
+        bad = *p;
+        break;
+      }
+  std::uint64_t any = bad.empty() ? 0 : 1;
+  if (ranks != nullptr) ranks->max(std::span<std::uint64_t>(&any, 1));
+  if (!bad.empty()) throw ScenarioError("cannot write " + bad + ": " + why);
+  return any == 0;
+}
+
 /// Runs every variant, prints the table (or JSON/CSV), writes the [output] files.
 int run_scenario(Scenario& sc) {
   std::vector<sim::RunResult> rs;
@@ -520,6 +556,7 @@ int run_sim() {
     }
     if (!g_opt.json_out.empty()) sc.json_path = g_opt.json_out;
     if (!g_opt.csv_out.empty()) sc.csv_path = g_opt.csv_out;
+    if (!outputs_writable(sc, ranks.get())) return 2;
     if (g_opt.heap == "tuned" && !sc.variants.empty()) {  // before the runs allocate their state
       std::uint64_t qps = 0;
       for (const Variant& v : sc.variants)
