@@ -125,6 +125,10 @@ ConnMatrix load_cm(const std::string& path, std::uint64_t default_bytes) {
          generated ? " (generate it: python3 tools/cm/gen_permutation.py; see scenarios/README.md)" : ""}));
   }
   if (std::filesystem::is_directory(path, ec)) throw CmError(cat({path, ": is a directory"}));
+  // A device or a pipe may never end (/dev/zero: one endless line, read into memory until it runs
+  // out): a matrix is a file.
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw CmError(cat({path, ": not a regular file (give an htsim .cm file)"}));
   std::ifstream f(path);
   if (!f) throw CmError(cat({path, ": cannot open"}));
   return parse_cm(f, default_bytes, path);

@@ -60,6 +60,17 @@ TEST(Cm, MalformedInputGetsAClearError) {
     }
   }
   EXPECT_THROW(load_cm("/nonexistent/x.cm"), CmError);
+  // Not a file: refused at once, not read (/dev/zero would be one line without end; /dev/null first,
+  // which without the check would fail fast, as an empty matrix).
+  for (const char* path : {"/dev/null", "/dev/zero"}) {
+    try {
+      load_cm(path);
+      FAIL() << "accepted: " << path;
+    } catch (const CmError& e) {  // ASSERT: a wrong answer for /dev/null stops before /dev/zero
+      ASSERT_NE(std::string(e.what()).find(std::string(path) + ": not a regular file"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Cm, PermutationIsADerangementAndRoundTrips) {
