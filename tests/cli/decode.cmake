@@ -30,3 +30,9 @@ add_test(NAME cli_decode_vectors
          COMMAND ${PYTHON3_PROGRAM} ${PROJECT_SOURCE_DIR}/tests/wire/check_vectors.py decode $<TARGET_FILE:mrc>
                  ${PROJECT_SOURCE_DIR}/tests/wire/interop_vectors.txt ${CMAKE_CURRENT_BINARY_DIR}/decode_vectors_out)
 set_tests_properties(cli_decode_vectors PROPERTIES LABELS cli TIMEOUT 60)
+# The input is read as it comes: a live capture on a pipe is decoded while the pipe is open, an endless
+# input (/dev/zero) is refused at once in bounded memory, and a pcap record too large or cut short is
+# reported with its frame and file byte (fixtures/decode_stream.py).
+add_test(NAME cli_decode_stream COMMAND ${PYTHON3_PROGRAM} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/decode_stream.py
+                                        $<TARGET_FILE:mrc>)
+set_tests_properties(cli_decode_stream PROPERTIES LABELS cli TIMEOUT 120)

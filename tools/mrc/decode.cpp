@@ -8,14 +8,16 @@
 // that packet's JSON object. The ICRC is checked both without the IP/UDP headers (W16, the
 // simulator's) and, for pcap input, as the RoCEv2 invariant CRC over the frame's masked IP/UDP
 // headers (W22, what the UDP endpoint sends); neither mismatch is an error (the object says which
-// matched).
+// matched). The input is read as it comes (a live capture on a pipe decodes as it arrives).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -159,6 +161,14 @@ nlohmann::ordered_json field_json(const wire::FieldValue& f) {
 }
 
 int g_bad = 0;  // undecodable packets seen
+/// The input is a pipe or a terminal (a live capture, say): each object is written out as it is
+/// made, not when a buffer fills.
+bool g_live = false;
+
+void put(const nlohmann::ordered_json& o) {
+  std::cout << o.dump() << '\n';
+  if (g_live) std::cout.flush();
+}
 
 /// Decodes one MRC packet and prints its object. `frame` counts from 1; `frame_off` is where the
 /// MRC bytes start in the frame (0 for hex input).
@@ -187,7 +197,7 @@ void emit(std::size_t frame, std::span<const std::uint8_t> mrc, const Udp* udp, 
                    wire::to_string(e), at, frame_off + at);
     else
       std::fprintf(stderr, "mrc decode: packet %zu: %s at byte %zu\n", frame, wire::to_string(e), at);
-    std::cout << o.dump() << '\n';
+    put(o);
     return;
   }
   o["opcode_name"] = wire::opcode_name(p.bth.opcode);
@@ -207,7 +217,7 @@ void emit(std::size_t frame, std::span<const std::uint8_t> mrc, const Udp* udp, 
       ic["rocev2"] = wire::icrc_with_prefix(udp->masked_ip_udp, hdr, p.payload, pad) == p.icrc;
     o["icrc"] = ic;
   }
-  std::cout << o.dump() << '\n';
+  put(o);
 }
 
 bool parse_hex(const std::string& text, Bytes& out, std::string& why) {
@@ -241,77 +251,146 @@ bool parse_hex(const std::string& text, Bytes& out, std::string& why) {
   return true;
 }
 
-/// Classic pcap (either byte order, µs or ns). Returns false with `why` if the file is not one.
-bool run_pcap(const Bytes& d, std::string& why) {
-  const std::uint32_t magic = rd32(d.data(), false);
-  bool swap = false;
-  if (magic == 0xA1B2C3D4u || magic == 0xA1B23C4Du)
-    swap = false;
-  else if (magic == 0xD4C3B2A1u || magic == 0x4D3CB2A1u)
-    swap = true;
-  else {
-    why = "not a pcap file";
+// The input is read as it comes, a record or a line at a time: a capture of any size, or a live one
+// on a pipe (tcpdump -U -w - | mrc decode), takes constant memory, and an endless input (/dev/zero)
+// is refused at its first oversized record or line instead of being read into memory.
+constexpr std::size_t kMaxRecord = 262144;  // libpcap's largest snapshot length
+constexpr std::size_t kMaxLine = 1 << 20;   // a packet of 9 KB is 18 KB of hex
+
+std::size_t read_some(std::istream& in, std::uint8_t* to, std::size_t n) {
+  in.read(reinterpret_cast<char*>(to), static_cast<std::streamsize>(n));
+  return static_cast<std::size_t>(in.gcount());
+}
+
+bool pcap_magic(const std::uint8_t* head, bool& swap) {
+  const std::uint32_t magic = rd32(head, false);
+  swap = magic == 0xD4C3B2A1u || magic == 0x4D3CB2A1u;
+  return swap || magic == 0xA1B2C3D4u || magic == 0xA1B23C4Du;
+}
+
+/// Classic pcap (either byte order, µs or ns), after its 4 magic bytes. False with `why` for a
+/// capture that cannot be read at all (its global header); a bad record is reported, counted in
+/// g_bad, and ends the capture (the records after it cannot be found).
+bool run_pcap(std::istream& in, bool swap, std::string& why) {
+  std::uint8_t gh[24];  // (its first 4, the magic, were read already and are not needed again)
+  const std::size_t got = 4 + read_some(in, gh + 4, 20);
+  if (got < 24) {
+    why = "truncated pcap global header (" + std::to_string(got) + " bytes)";
     return false;
   }
-  if (d.size() < 24) {
-    why = "truncated pcap global header (" + std::to_string(d.size()) + " bytes)";
-    return false;
+  const std::uint32_t link = rd32(&gh[20], swap);
+  std::size_t ip = 0;
+  switch (link) {
+    case 1:  // Ethernet, with up to two VLAN tags: found per frame
+      break;
+    case 113:  // Linux cooked (SLL)
+      ip = 16;
+      break;
+    case 276:  // Linux cooked v2
+      ip = 20;
+      break;
+    case 0:  // BSD loopback
+      ip = 4;
+      break;
+    case 101:  // raw IP
+    case 228:
+    case 229:
+      ip = 0;
+      break;
+    default:
+      why = "pcap link type " + std::to_string(link) +
+            " is not supported (Ethernet, Linux cooked, raw IP, loopback)";
+      return false;
   }
-  const std::uint32_t link = rd32(&d[20], swap);
   std::size_t off = 24, frame = 0;
-  while (off < d.size()) {
+  Bytes f;
+  f.reserve(16384);
+  for (;;) {
+    std::uint8_t rh[16];
+    const std::size_t n = read_some(in, rh, 16);
+    if (n == 0) return true;
     ++frame;
-    if (off + 16 > d.size()) {
+    if (n < 16) {
       std::fprintf(stderr, "mrc decode: frame %zu: truncated pcap record header at file byte %zu\n", frame,
                    off);
       ++g_bad;
       return true;
     }
-    const std::uint32_t incl = rd32(&d[off + 8], swap);
-    if (incl > d.size() - off - 16) {
+    const std::uint32_t incl = rd32(&rh[8], swap);
+    if (incl > kMaxRecord) {
+      std::fprintf(
+          stderr,
+          "mrc decode: frame %zu: record of %u bytes at file byte %zu, more than a pcap record holds "
+          "(%zu)\n",
+          frame, incl, off, kMaxRecord);
+      ++g_bad;
+      return true;
+    }
+    f.resize(incl);
+    if (read_some(in, f.data(), incl) < incl) {
       std::fprintf(
           stderr, "mrc decode: frame %zu: record of %u bytes runs past the end of the file (file byte %zu)\n",
           frame, incl, off);
       ++g_bad;
       return true;
     }
-    const Bytes f(d.begin() + static_cast<std::ptrdiff_t>(off + 16),
-                  d.begin() + static_cast<std::ptrdiff_t>(off + 16 + incl));
     off += 16 + incl;
-    std::size_t ip = 0;
-    switch (link) {
-      case 1: {  // Ethernet, with up to two VLAN tags
-        std::size_t p = 12;
-        while (p + 2 <= f.size() && (be16(&f[p]) == 0x8100 || be16(&f[p]) == 0x88A8)) p += 4;
-        if (p + 2 > f.size() || (be16(&f[p]) != 0x0800 && be16(&f[p]) != 0x86DD)) continue;
-        ip = p + 2;
-        break;
-      }
-      case 113:  // Linux cooked (SLL)
-        ip = 16;
-        break;
-      case 276:  // Linux cooked v2
-        ip = 20;
-        break;
-      case 0:  // BSD loopback
-        ip = 4;
-        break;
-      case 101:  // raw IP
-      case 228:
-      case 229:
-        ip = 0;
-        break;
-      default:
-        why = "pcap link type " + std::to_string(link) +
-              " is not supported (Ethernet, Linux cooked, raw IP, loopback)";
-        return false;
+    std::size_t at = ip;
+    if (link == 1) {
+      std::size_t p = 12;
+      while (p + 2 <= f.size() && (be16(&f[p]) == 0x8100 || be16(&f[p]) == 0x88A8)) p += 4;
+      if (p + 2 > f.size() || (be16(&f[p]) != 0x0800 && be16(&f[p]) != 0x86DD)) continue;
+      at = p + 2;
     }
     std::string skip;
-    const auto u = parse_ip(f, ip, skip);
+    const auto u = parse_ip(f, at, skip);
     if (!u) continue;  // not MRC traffic
     emit(frame, std::span<const std::uint8_t>(f).subspan(u->mrc_off, u->mrc_len), &*u, u->mrc_off);
   }
-  return true;
+}
+
+/// Text: one packet per line as hex; '#' starts a comment; empty lines are skipped. `text` holds
+/// what was already read of the input. Returns the exit status.
+int run_text(std::istream& in, std::string text) {
+  std::size_t line_no = 0, n = 0, pos = 0;
+  std::string line;
+  Bytes pkt;
+  std::string why;
+  bool eof = false;
+  for (;;) {
+    std::size_t nl = text.find('\n', pos);
+    while (nl == std::string::npos && !eof) {  // read on until the line ends (or the input does)
+      if (text.size() - pos > kMaxLine) {
+        std::fprintf(stderr, "mrc decode: line %zu: longer than %zu bytes (not hex packets, one a line?)\n",
+                     line_no + 1, kMaxLine);
+        return kExitBadInput;
+      }
+      text.erase(0, pos);
+      pos = 0;
+      const std::size_t had = text.size();
+      text.resize(had + 65536);
+      const std::size_t got = read_some(in, reinterpret_cast<std::uint8_t*>(text.data() + had), 65536);
+      text.resize(had + got);
+      eof = got == 0;
+      nl = text.find('\n', had);
+    }
+    if (nl == std::string::npos && pos >= text.size()) break;
+    line.assign(text, pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (!parse_hex(line, pkt, why)) {
+      std::fprintf(stderr, "mrc decode: line %zu: %s\n", line_no, why.c_str());
+      return kExitBadInput;
+    }
+    emit(++n, pkt, nullptr, 0);
+  }
+  if (n == 0) {
+    std::fprintf(stderr, "mrc decode: no packets in the input\n");
+    return kExitBadInput;
+  }
+  return g_bad ? kExitBadInput : kExitOk;
 }
 
 }  // namespace
@@ -352,44 +431,29 @@ int run_decode() {
     }
     return g_bad ? kExitBadInput : kExitOk;
   }
-  Bytes data;
-  if (g_opt.file.empty() || g_opt.file == "-") {
-    data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(g_opt.file, std::ios::binary);
-    if (!in) {
+  std::ifstream file;
+  if (!g_opt.file.empty() && g_opt.file != "-") {
+    file.open(g_opt.file, std::ios::binary);
+    if (!file) {
       std::fprintf(stderr, "mrc decode: %s: cannot open\n", g_opt.file.c_str());
       return kExitBadInput;
     }
-    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  if (data.size() >= 4 && run_pcap(data, why)) return g_bad ? kExitBadInput : kExitOk;
-  if (data.size() >= 4 && why != "not a pcap file") {
-    std::fprintf(stderr, "mrc decode: %s\n", why.c_str());
-    return kExitBadInput;
-  }
-  // Text: one packet per line; '#' starts a comment; empty lines are skipped.
-  std::size_t line_no = 0, n = 0;
-  std::string text(data.begin(), data.end()), line;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const std::size_t nl = text.find('\n', pos);
-    line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? text.size() + 1 : nl + 1;
-    ++line_no;
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (!parse_hex(line, pkt, why)) {
-      std::fprintf(stderr, "mrc decode: line %zu: %s\n", line_no, why.c_str());
+  std::istream& in = file.is_open() ? static_cast<std::istream&>(file) : std::cin;
+  struct stat st {};
+  g_live = file.is_open() ? ::stat(g_opt.file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)
+                          : ::fstat(STDIN_FILENO, &st) == 0 && !S_ISREG(st.st_mode);
+  std::uint8_t head[4];
+  const std::size_t got = read_some(in, head, 4);
+  bool swap = false;
+  if (got == 4 && pcap_magic(head, swap)) {
+    if (!run_pcap(in, swap, why)) {
+      std::fprintf(stderr, "mrc decode: %s\n", why.c_str());
       return kExitBadInput;
     }
-    emit(++n, pkt, nullptr, 0);
+    return g_bad ? kExitBadInput : kExitOk;
   }
-  if (n == 0) {
-    std::fprintf(stderr, "mrc decode: no packets in the input\n");
-    return kExitBadInput;
-  }
-  return g_bad ? kExitBadInput : kExitOk;
+  return run_text(in, std::string(reinterpret_cast<const char*>(head), got));
 }
 
 }  // namespace mrc::tools
