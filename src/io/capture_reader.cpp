@@ -37,7 +37,7 @@ std::string read_pcap(std::istream& in, bool swap, std::span<const std::uint32_t
   const std::uint32_t link = rd32(&gh[20], swap);
   std::size_t ip = 0;
   switch (link) {
-    case 1:  // Ethernet, with up to two VLAN tags: found per frame
+    case 1:  // Ethernet: the IP header follows any VLAN tags, found per frame
       break;
     case 113:  // Linux cooked (SLL)
       ip = 16;

@@ -1,5 +1,5 @@
 // Capture reader, the counterpart of pcap.hpp's writer: a classic pcap, record by record (Ethernet
-// with up to two VLAN tags, Linux cooked v1/v2, raw IP or BSD loopback link types), whose frames
+// with VLAN tags (802.1Q, 802.1ad), Linux cooked v1/v2, raw IP or BSD loopback link types), whose frames
 // hold MRC packets in UDP datagrams to given ports; or text, one packet a line as hex. What
 // `mrc decode` reads (docs/cli.md). The input is read as it comes, in constant memory: a capture of
 // any size, or a live one on a pipe; an endless input (/dev/zero) is refused at its first oversized
