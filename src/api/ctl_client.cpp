@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -26,6 +29,10 @@ struct mrc_ctl_context {
   std::unique_ptr<mrc::api::ProfileStore> store;
   std::unique_ptr<CtlService> own_service;
   std::string last_error;
+  /// Set when a call found the socket closed, silent or speaking something else: the connection
+  /// may be out of step (a late answer would be read as the next call's), so every later call fails.
+  std::string lost;
+  std::chrono::milliseconds reply_timeout{10000};
   std::uint32_t cqs = 0;  ///< open event CQs (close is EBUSY until they are destroyed)
   ~mrc_ctl_context() {
     if (service) service->end_session(session);
@@ -43,12 +50,19 @@ struct mrc_ctl_ev_event_cq {
 
 namespace {
 
-/// Sends `req`, fills `rsp`; returns the response's errno (EIO when the transport failed).
-int call(mrc_ctl_context* ctx, const json& req, json& rsp) {
+/// Sends `req`, fills `rsp`; returns the response's errno, or the transport's failure: EIO (the
+/// socket closed or failed), ETIMEDOUT (no answer within the reply timeout plus `server_wait_ns`,
+/// what the call asks the endpoint to wait itself), EPROTO (an answer over the protocol's limit:
+/// not an MRC control socket). After one of those the connection is given up (`lost`).
+int call(mrc_ctl_context* ctx, const json& req, json& rsp, std::uint64_t server_wait_ns = 0) {
   std::string out;
   if (ctx->service != nullptr) {
     out = ctx->service->dispatch(ctx->session, req.dump());
   } else {
+    if (!ctx->lost.empty()) {
+      ctx->last_error = "control connection lost (" + ctx->lost + "): open it again";
+      return EIO;
+    }
     const std::string msg = req.dump();
     if (msg.size() > mrc::api::kCtlMaxMessage) {
       ctx->last_error = "request of " + std::to_string(msg.size()) +
@@ -58,12 +72,32 @@ int call(mrc_ctl_context* ctx, const json& req, json& rsp) {
     }
     // A send the server cut short may still have its answer waiting (a refusal: too many
     // connections, message too long): read it before calling the socket closed.
-    const bool sent = mrc::api::send_msg(ctx->fd, msg);
+    const bool sent = mrc::api::send_msg(ctx->fd, msg, ctx->reply_timeout);
     mrc::api::CtlRecvLimits wait;
-    if (!sent) wait.idle_timeout = std::chrono::seconds(1);  // only what is already there
-    if (mrc::api::recv_msg(ctx->fd, out, wait) != mrc::api::CtlRecv::kMessage) {
-      ctx->last_error = "control socket closed";
-      return EIO;
+    // (Capped at ten days: a wait that long is a wait for ever, and the deadline must not overflow.)
+    const std::uint64_t extra_ms = std::min<std::uint64_t>(server_wait_ns / 1000000 + 1, 864000000);
+    wait.idle_timeout = sent ? ctx->reply_timeout + std::chrono::milliseconds(extra_ms)
+                             : std::chrono::milliseconds(1000);  // only what is already there
+    wait.message_timeout = ctx->reply_timeout;
+    std::uint32_t announced = 0;
+    const mrc::api::CtlRecv got = mrc::api::recv_msg(ctx->fd, out, wait, &announced);
+    if (got != mrc::api::CtlRecv::kMessage) {
+      int e = EIO;
+      if (got == mrc::api::CtlRecv::kTimeout && sent) {
+        e = ETIMEDOUT;
+        ctx->lost = "no answer from the endpoint within " + std::to_string(wait.idle_timeout.count()) +
+                    " ms: is it stopped or stuck?";
+      } else if (got == mrc::api::CtlRecv::kTooBig) {
+        e = EPROTO;
+        ctx->lost = "an answer of " + std::to_string(announced) +
+                    " bytes, over the control protocol's limit: not an MRC control socket?";
+      } else if (got == mrc::api::CtlRecv::kError) {
+        ctx->lost = "the socket failed or closed inside an answer";
+      } else {
+        ctx->lost = "control socket closed";
+      }
+      ctx->last_error = ctx->lost;
+      return e;
     }
   }
   try {
@@ -306,6 +340,13 @@ mrc_ctl_context* mrc_ctl_open(const char* socket_path) {
   }
   auto* ctx = new mrc_ctl_context;
   ctx->fd = fd;
+  // MRC_CTL_TIMEOUT: seconds a call waits for the endpoint's answer (10 by default).
+  if (const char* t = std::getenv("MRC_CTL_TIMEOUT"); t != nullptr && *t != '\0') {
+    char* end = nullptr;
+    const double sec = std::strtod(t, &end);
+    if (end != nullptr && *end == '\0' && sec >= 0.001 && sec <= 86400)
+      ctx->reply_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));
+  }
   return ctx;
 }
 
@@ -687,8 +728,10 @@ int mrc_ctl_ep_batch_send_wait(mrc_ctl_context* ctx, uint8_t req_tc, mrc_ctl_ep_
                            {"op_type", static_cast<std::uint32_t>(op_type)},
                            {"timeout", rsp_timeout_ns},
                            {"reqs", reqs}},
-                      out);
-  if (rc != 0 && rc != ETIMEDOUT) return rc;
+                      out, rsp_timeout_ns);
+  // ETIMEDOUT with an answer: some probes went unanswered (the others are in it); without one, the
+  // endpoint itself did not answer.
+  if (rc != 0 && (rc != ETIMEDOUT || !out.is_object())) return rc;
   try {
     for (const json& r : out.at("rsps")) {
       if (*num_rsp >= num_req) break;

@@ -7,6 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "api/ctl_proto.hpp"
 #include "api/ctl_server.hpp"
 #include "ctl_harness.hpp"
@@ -305,6 +308,57 @@ TEST(CtlSocket, ServerAndClientRunTheSameOperations) {
   EXPECT_EQ(mrc_ctl_close(c), EBUSY) << "an event CQ is still open";
   EXPECT_EQ(mrc_ctl_destroy_ev_event_cq(cq), 0);
   EXPECT_EQ(mrc_ctl_close(c), 0);
+}
+
+// A listening UNIX socket nobody serves: connect() completes from its backlog.
+int unserved_socket(const std::string& path) {
+  ::unlink(path.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.data(), path.size());
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || ::listen(fd, 4) != 0)
+    return -1;
+  return fd;
+}
+
+// A control socket whose endpoint never answers (stopped, stuck), or that speaks something else,
+// gives the call an error within the reply timeout (MRC_CTL_TIMEOUT, here 0.2 s) instead of waiting
+// for ever; the connection is then given up, since a late answer would be read as the next call's.
+TEST(CtlSocket, ASilentOrForeignSocketGivesAnErrorNotAHang) {
+  const std::string silent = sock_path("silent"), foreign = sock_path("foreign");
+  const int ls = unserved_socket(silent), lf = unserved_socket(foreign);
+  ASSERT_GE(ls, 0);
+  ASSERT_GE(lf, 0);
+  ::setenv("MRC_CTL_TIMEOUT", "0.2", 1);
+  mrc_ctl_context* c = mrc_ctl_open(silent.c_str());
+  mrc_ctl_context* f = mrc_ctl_open(foreign.c_str());
+  ::unsetenv("MRC_CTL_TIMEOUT");
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(f, nullptr);
+  mrc_ctl_device_attr d{};
+  EXPECT_EQ(mrc_ctl_query_device(c, &d), ETIMEDOUT);
+  EXPECT_NE(std::string(mrc_ctl_last_error(c)).find("no answer from the endpoint within 201 ms"),
+            std::string::npos)
+      << mrc_ctl_last_error(c);
+  EXPECT_EQ(mrc_ctl_query_device(c, &d), EIO);
+  EXPECT_NE(std::string(mrc_ctl_last_error(c)).find("control connection lost"), std::string::npos)
+      << mrc_ctl_last_error(c);
+  EXPECT_EQ(mrc_ctl_close(c), 0);
+  // The other answers with bytes that are no MRC control message: a length of 4 GB.
+  const int a = ::accept(lf, nullptr, nullptr);
+  ASSERT_GE(a, 0);
+  const std::uint8_t junk[8] = {0xFF, 0xFF, 0xFF, 0xFF, 'j', 'u', 'n', 'k'};
+  ASSERT_EQ(::write(a, junk, sizeof junk), static_cast<ssize_t>(sizeof junk));
+  EXPECT_EQ(mrc_ctl_query_device(f, &d), EPROTO);
+  EXPECT_NE(std::string(mrc_ctl_last_error(f)).find("not an MRC control socket?"), std::string::npos)
+      << mrc_ctl_last_error(f);
+  EXPECT_EQ(mrc_ctl_close(f), 0);
+  ::close(a);
+  ::close(ls);
+  ::close(lf);
+  ::unlink(silent.c_str());
+  ::unlink(foreign.c_str());
 }
 
 TEST(CtlSocket, UnprivilegedPeerGetsEpermAndMayQuery) {
