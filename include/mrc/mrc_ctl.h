@@ -340,9 +340,9 @@ int mrc_ctl_ep_batch_send_wait(struct mrc_context* mrc_ctx, uint8_t req_tc, enum
 /* A controller context on another process's control socket (mrc_device_config.ctl_socket, `mrc
  * perf --ctl-socket`). It has no verbs device: only the mrc_ctl_* calls work on it. Destroy with
  * mrc_destroy_context. NULL + errno. A call on it fails with ETIMEDOUT when the endpoint does not
- * answer within $MRC_CTL_TIMEOUT seconds (10 by default), EPROTO when the socket is not an MRC
- * control socket, EIO when it closed; after any of those the context's calls fail (EIO): open a
- * new one. */
+ * answer within $MRC_CTL_TIMEOUT seconds (10 by default; a value not in 0.001-86400 fails the
+ * open with EINVAL), EPROTO when the socket is not an MRC control socket, EIO when it closed;
+ * after any of those the context's calls fail (EIO): open a new one. */
 struct mrc_context* mrc_ctl_open_context(const char* socket_path);
 
 #define MRC_CTL_LOCAL_UNPRIVILEGED (1u << 0) /* act as an unprivileged controller (tests) */

@@ -5,7 +5,9 @@
 // mrc_context, -1 + errno) resolves its context's handle and calls the overload of the same name
 // declared here, which takes the handle and returns 0 or a positive errno value.
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "api/ctl_service.hpp"
@@ -31,6 +33,11 @@ int ctl_save_profiles(mrc_ctl_context* h, const std::vector<std::uint64_t>& ev_f
                       const std::vector<std::uint64_t>& ev_ids, const std::vector<std::uint64_t>& cc_ids);
 /// Puts the saved profiles back (restore = true) or drops them.
 int ctl_restore_profiles(mrc_ctl_context* h, bool restore);
+
+/// The time a control call waits for the endpoint's answer: $MRC_CTL_TIMEOUT seconds (a number in
+/// 0.001-86400) or, unset or empty, 10 s. Any other value gives false and says why in `err`:
+/// mrc_ctl_open then fails with EINVAL rather than quietly keeping the default.
+bool ctl_reply_timeout(std::chrono::milliseconds& out, std::string& err);
 
 }  // namespace mrc::api
 

@@ -314,6 +314,22 @@ int mrc::api::ctl_restore_profiles(mrc_ctl_context* h, bool restore) {
   return call(h, json{{"op", restore ? "restore_profiles" : "forget_profiles"}}, rsp);
 }
 
+bool mrc::api::ctl_reply_timeout(std::chrono::milliseconds& out, std::string& err) {
+  out = std::chrono::milliseconds(10000);
+  const char* t = std::getenv("MRC_CTL_TIMEOUT");
+  if (t == nullptr || *t == '\0') return true;
+  char* end = nullptr;
+  errno = 0;
+  const double sec = std::strtod(t, &end);
+  // The negated range test also refuses NaN.
+  if (end == t || *end != '\0' || errno == ERANGE || !(sec >= 0.001 && sec <= 86400)) {
+    err = std::string("MRC_CTL_TIMEOUT=") + t + ": not a number of seconds in 0.001-86400";
+    return false;
+  }
+  out = std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));
+  return true;
+}
+
 mrc_ctl_context* mrc::api::ctl_open_embedded(CtlService& service, bool privileged) {
   auto* ctx = new mrc_ctl_context;
   ctx->service = &service;
@@ -325,6 +341,11 @@ mrc_ctl_context* mrc_ctl_open(const char* socket_path) {
   sockaddr_un sa{};
   if (socket_path == nullptr || std::strlen(socket_path) == 0 ||
       std::strlen(socket_path) >= sizeof(sa.sun_path)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::chrono::milliseconds timeout;
+  if (std::string err; !mrc::api::ctl_reply_timeout(timeout, err)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -340,13 +361,7 @@ mrc_ctl_context* mrc_ctl_open(const char* socket_path) {
   }
   auto* ctx = new mrc_ctl_context;
   ctx->fd = fd;
-  // MRC_CTL_TIMEOUT: seconds a call waits for the endpoint's answer (10 by default).
-  if (const char* t = std::getenv("MRC_CTL_TIMEOUT"); t != nullptr && *t != '\0') {
-    char* end = nullptr;
-    const double sec = std::strtod(t, &end);
-    if (end != nullptr && *end == '\0' && sec >= 0.001 && sec <= 86400)
-      ctx->reply_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));
-  }
+  ctx->reply_timeout = timeout;
   return ctx;
 }
 

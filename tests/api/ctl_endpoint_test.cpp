@@ -7,8 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 #include "api/ctl_proto.hpp"
 #include "api/ctl_server.hpp"
@@ -359,6 +364,41 @@ TEST(CtlSocket, ASilentOrForeignSocketGivesAnErrorNotAHang) {
   ::close(lf);
   ::unlink(silent.c_str());
   ::unlink(foreign.c_str());
+}
+
+// A timeout that is not a number of seconds in range fails the open (EINVAL, with the reason for
+// the caller that asks) rather than quietly waiting the default 10 s.
+TEST(CtlSocket, AnInvalidTimeoutFailsTheOpen) {
+  const std::string path = sock_path("timeout");
+  const int l = unserved_socket(path);
+  ASSERT_GE(l, 0);
+  for (const char* bad : {"ten", "0", "0.0005", "-1", "86401", "1e999", "nan", "5s", " "}) {
+    ::setenv("MRC_CTL_TIMEOUT", bad, 1);
+    errno = 0;
+    EXPECT_EQ(mrc_ctl_open(path.c_str()), nullptr) << bad;
+    EXPECT_EQ(errno, EINVAL) << bad;
+    std::chrono::milliseconds t{};
+    std::string why;
+    EXPECT_FALSE(mrc::api::ctl_reply_timeout(t, why)) << bad;
+    EXPECT_EQ(why, std::string("MRC_CTL_TIMEOUT=") + bad + ": not a number of seconds in 0.001-86400");
+  }
+  for (const auto& [good, ms] : std::initializer_list<std::pair<const char*, std::int64_t>>{
+           {"0.001", 1}, {"2.5", 2500}, {"86400", 86400000}, {"", 10000}}) {
+    ::setenv("MRC_CTL_TIMEOUT", good, 1);
+    std::chrono::milliseconds t{};
+    std::string why;
+    EXPECT_TRUE(mrc::api::ctl_reply_timeout(t, why)) << good << ": " << why;
+    EXPECT_EQ(t.count(), ms) << good;
+    mrc_ctl_context* c = mrc_ctl_open(path.c_str());
+    EXPECT_NE(c, nullptr) << good;
+    if (c != nullptr) {
+      mrc_ctl_close(c);
+      ::close(::accept(l, nullptr, nullptr));  // keep the listen queue from filling
+    }
+  }
+  ::unsetenv("MRC_CTL_TIMEOUT");
+  ::close(l);
+  ::unlink(path.c_str());
 }
 
 TEST(CtlSocket, UnprivilegedPeerGetsEpermAndMayQuery) {

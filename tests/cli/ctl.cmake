@@ -155,3 +155,12 @@ mrc_cli_test(NAME ctl_config_needs_offline EXIT 2 MATCH "--config goes with --of
              ARGS ctl --socket /nonexistent --config ${ctl_example} show)
 mrc_cli_test(NAME ctl_offline_and_socket EXIT 2 MATCH "--offline excludes --socket|--socket excludes --offline"
              ARGS ctl --offline --socket /nonexistent show)
+
+# ---- the reply timeout: a value that is no number of seconds is refused, not quietly 10 s ---------
+mrc_cli_test(NAME ctl_list_bad_timeout EXIT 2 TIMEOUT 10
+             MATCH "MRC_CTL_TIMEOUT=ten: not a number of seconds in 0.001-86400" ARGS ctl list)
+mrc_cli_test(NAME ctl_socket_bad_timeout EXIT 2 TIMEOUT 10
+             MATCH "MRC_CTL_TIMEOUT=0: not a number of seconds in 0.001-86400"
+             ARGS ctl --socket ${CMAKE_CURRENT_BINARY_DIR}/ctl_bad_timeout.sock show)
+set_tests_properties(cli_ctl_list_bad_timeout PROPERTIES ENVIRONMENT "MRC_CTL_TIMEOUT=ten")
+set_tests_properties(cli_ctl_socket_bad_timeout PROPERTIES ENVIRONMENT "MRC_CTL_TIMEOUT=0")

@@ -537,6 +537,9 @@ int cmd_deny(mrc_ctl_context* c, bool deny) {
 int cmd_list() {
   const std::string dir = api::ctl_dir();
   if (dir.empty()) bad_input("list: MRC_CTL_DIR=none: endpoints serve no control socket");
+  // Each endpoint is asked for its planes: a bad timeout would list every one as not answering.
+  std::chrono::milliseconds timeout;
+  if (std::string why; !api::ctl_reply_timeout(timeout, why)) bad_input(why);
   nlohmann::json out = nlohmann::json::array();
   if (!g_ctl.json) std::printf("%-8s %-16s %-12s %-6s %s\n", "PID", "COMMAND", "DEVICE", "PLANES", "SOCKET");
   for (const api::CtlListing& l : api::list_ctl_sockets(dir)) {
@@ -587,6 +590,9 @@ std::string discovered_socket(std::string& label) {
 /// Opens the endpoint's control socket, or says why not: a path that is missing, a directory or
 /// not a socket is bad input (2); a socket nobody listens on means the endpoint is gone (1).
 mrc_ctl_context* open_socket(const std::string& path, const std::string& label) {
+  // mrc_ctl_open refuses a bad $MRC_CTL_TIMEOUT with EINVAL, as it does a path too long: ask first.
+  std::chrono::milliseconds timeout;
+  if (std::string why; !api::ctl_reply_timeout(timeout, why)) bad_input(why);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     const int e = errno;
