@@ -282,7 +282,7 @@ void Endpoint::receive(std::span<const std::uint8_t> pkt, const RxMeta& meta, Ti
 
 void Endpoint::prefetch_rx(std::uint32_t qpn, bool feedback) const {
   if (!cfg_.prefetch) return;
-  if (const Qp* q = find_qp(qpn)) q->prefetch_rx(feedback);
+  if (const Qp* q = find_qp(qpn)) q->prefetch_rx(feedback, any_auth_);
 }
 
 bool Endpoint::authenticate(std::span<const std::uint8_t>& pkt, const RxMeta& meta,

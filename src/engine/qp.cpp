@@ -165,10 +165,12 @@ void prefetch_lines(const void* first, const void* end) {
 }
 }  // namespace
 
-void Qp::prefetch_rx(bool feedback) const {
-  prefetch_lines(this, &cfg_.evs);                // identity, state and the remote copies
-  prefetch_lines(&ctr_.rx_data, &ctr_.rtx_nack);  // the rx counters
-  if (auth_on_) prefetch_lines(&remote_.auth.rx, &remote_.auth.rx + 1);  // the MAC key
+void Qp::prefetch_rx(bool feedback, bool macs) const {
+  // Addresses only: a read of a field (auth_on_) would wait for the very line being fetched, and
+  // the event before this packet's arrival, which this prefetch is meant to overlap, with it.
+  prefetch_lines(this, &cfg_.evs);                                   // identity, state and the remote copies
+  prefetch_lines(&ctr_.rx_data, &ctr_.rtx_nack);                     // the rx counters
+  if (macs) prefetch_lines(&remote_.auth.rx, &remote_.auth.rx + 1);  // the MAC key
   if (feedback) {
     prefetch_lines(&req_, &req_ + 1);
   } else {

@@ -99,7 +99,8 @@ class Qp {
   void on_timer(Time now);
   /// A packet for this QP is about to arrive (Endpoint::prefetch_rx): starts fetching the lines its
   /// handling reads, the requester's for feedback (ACK, SACK, NACK), the responder's for the rest.
-  void prefetch_rx(bool feedback) const;
+  /// `macs`: some QP of the endpoint checks MACs (then the key's line too).
+  void prefetch_rx(bool feedback, bool macs) const;
   /// The same for poll_tx() (Endpoint::poll_tx, for the QPs it will poll next): the QP's lines,
   /// then, once those are cached, the queue records they point to.
   void prefetch_tx_lines() const;
