@@ -1,7 +1,6 @@
 // `mrc ctl` profile files: TOML reading with file:line errors (see profile_toml.hpp).
 #include "api/profile_toml.hpp"
 
-#include <sys/stat.h>
 // toml++ is the system's compiled library (Debian: libtomlplusplus-dev), as its CMake target says,
 // also where the target's flags are not seen (the fuzz build compiles this file on its own): its
 // parser then stays uninstrumented, like every other library a fuzz target links.
@@ -12,11 +11,9 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -27,6 +24,7 @@
 #include "api/ctl_proto.hpp"
 #include "api/ev_expand.hpp"
 #include "api/profile_store.hpp"
+#include "common/small_file.hpp"
 #include "engine/types.hpp"
 
 namespace mrc::api {
@@ -170,30 +168,13 @@ mrc_ctl_ev make_ev(const EvBytes& b, std::uint8_t port) {
   return e;
 }
 
-/// The file's text, or why it cannot be read (no such file, a directory, permission denied, ...).
+/// The file's text, or why it cannot be read (no such file, a directory, permission denied, over
+/// the size limit, ...).
 std::string read_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    const int e = errno;
-    if (e == ENOENT) fail_input(path + ": no such file");
-    if (e == ENOTDIR) fail_input(path + ": no such file (a part of the path is not a directory)");
-    if (e == EACCES) fail_input(path + ": permission denied (a directory on the path cannot be searched)");
-    fail_input(path + ": cannot be read: " + std::strerror(e));
-  }
-  if (S_ISDIR(st.st_mode))
-    fail_input(path + ": is a directory (give a TOML file, e.g. config/profiles.toml)");
-  if (!S_ISREG(st.st_mode)) fail_input(path + ": is not a regular file (give a TOML file)");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int e = errno;
-    if (e == EACCES) fail_input(path + ": permission denied (the file cannot be read)");
-    fail_input(path + ": cannot be read" + (e ? std::string(": ") + std::strerror(e) : std::string()));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail_input(path + ": cannot be read (I/O error)");
-  return text.str();
+  std::string text, err;
+  if (!read_small_file(path, "a TOML file, e.g. config/profiles.toml", kProfileFileMaxBytes, text, err))
+    fail_input(err);
+  return text;
 }
 
 }  // namespace

@@ -78,8 +78,13 @@ inline constexpr std::uint64_t kMaxListedEvs = 1u << 20;
 /// Checks the TOML text of a profile file; `name` (the file) starts every message.
 ProfileFile parse_profiles(const std::string& text, const std::string& name);
 
-/// Reads a profile file (no such file, a directory, not a regular file, permission denied, ... are
-/// named as such) and checks it.
+/// The largest profile file load_profiles() reads: kMaxListedEvs EVs written out one to a line
+/// (about 100 bytes each with an SRv6 address) take about 100 MB; a larger file is not a profile
+/// file, and read whole it would take as much memory.
+inline constexpr std::size_t kProfileFileMaxBytes = std::size_t{256} << 20;
+
+/// Reads a profile file (no such file, a directory, not a regular file, permission denied, over
+/// kProfileFileMaxBytes, ... are named as such) and checks it.
 ProfileFile load_profiles(const std::string& path);
 
 /// What apply_profiles did: rc 0, or the first refusal (an errno value) and its message

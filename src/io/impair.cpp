@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include "common/small_file.hpp"
 #include "wire/packet.hpp"
 
 namespace mrc::io {
@@ -117,14 +116,13 @@ bool parse_impair(std::string_view spec, ImpairConfig& out, std::string& err) {
 }
 
 bool load_impair_file(const std::string& path, ImpairConfig& out, std::string& err) {
-  std::ifstream f(path);
-  if (!f) {
-    err = "impair: cannot open '" + path + "'";
+  // A line of key=value pairs: a larger file is the wrong one.
+  std::string text;
+  if (!read_small_file(path, "an impairment file of key=value pairs", kImpairFileMaxBytes, text, err)) {
+    err = "impair: " + err;
     return false;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_impair(ss.str(), out, err);
+  return parse_impair(text, out, err);
 }
 
 std::string to_string(const ImpairConfig& c) {

@@ -5,6 +5,7 @@
 // a given seed and arrival sequence always gives the same fates. Delayed and reordered packets are
 // copied into a preallocated hold pool; nothing is allocated per packet.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -47,7 +48,10 @@ inline constexpr Duration kMaxImpairDelay = 3'600'000'000'000ull;
 /// kMaxImpairDelay;
 /// seed, hold_slots: integers. Unknown keys and bad values fail with a message in `err`.
 bool parse_impair(std::string_view spec, ImpairConfig& out, std::string& err);
-/// Reads a small key=value file (same syntax as parse_impair).
+/// The largest file load_impair_file() reads (a line of key=value pairs).
+inline constexpr std::size_t kImpairFileMaxBytes = std::size_t{1} << 20;
+/// Reads a small key=value file (same syntax as parse_impair); a missing, non-regular or larger
+/// file is refused with the reason.
 bool load_impair_file(const std::string& path, ImpairConfig& out, std::string& err);
 /// The configuration in parse_impair syntax.
 std::string to_string(const ImpairConfig& c);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/rng.hpp"
+#include "common/small_file.hpp"
 
 namespace mrc::sim {
 
@@ -124,11 +125,9 @@ ConnMatrix load_cm(const std::string& path, std::uint64_t default_bytes) {
         {path, ": no such file",
          generated ? " (generate it: python3 tools/cm/gen_permutation.py; see scenarios/README.md)" : ""}));
   }
-  if (std::filesystem::is_directory(path, ec)) throw CmError(cat({path, ": is a directory"}));
   // A device or a pipe may never end (/dev/zero: one endless line, read into memory until it runs
-  // out): a matrix is a file.
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw CmError(cat({path, ": not a regular file (give an htsim .cm file)"}));
+  // out): a matrix is a file. (Its size is not limited: it is read a line at a time.)
+  if (std::string err; !check_regular_file(path, "an htsim .cm file", err)) throw CmError(err);
   std::ifstream f(path);
   if (!f) throw CmError(cat({path, ": cannot open"}));
   return parse_cm(f, default_bytes, path);

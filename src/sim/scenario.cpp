@@ -10,16 +10,14 @@
 #endif
 #include <toml++/toml.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/small_file.hpp"
 
 namespace mrc::sim {
 
@@ -544,22 +542,12 @@ Scenario parse_scenario(const std::string& text, const std::string& name, const 
 
 Scenario load_scenario(const std::string& path, const ScenarioLimits& limits, const ScenarioOverrides& ov) {
   // toml++ reads a directory or an unreadable file as an empty document; say what is wrong instead
-  // of "missing [topology]".
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(st)) throw ScenarioError(path + ": no such file");
-  if (std::filesystem::is_directory(st))
-    throw ScenarioError(path + ": is a directory (give a scenario .toml file, e.g. scenarios/perm128.toml)");
-  if (!std::filesystem::is_regular_file(st)) throw ScenarioError(path + ": not a regular file");
-  if (std::FILE* f = std::fopen(path.c_str(), "rb"); f == nullptr) {
-    throw ScenarioError(path + ": cannot be read: " + std::strerror(errno));
-  } else {
-    std::fclose(f);
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), path, limits, ov);
+  // of "missing [topology]". A scenario is a page of TOML (its matrix is a .cm file of its own).
+  std::string text, err;
+  if (!read_small_file(path, "a scenario .toml file, e.g. scenarios/perm128.toml", kScenarioMaxBytes, text,
+                       err))
+    throw ScenarioError(err);
+  return parse_scenario(text, path, limits, ov);
 }
 
 }  // namespace mrc::sim

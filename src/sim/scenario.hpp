@@ -66,7 +66,12 @@ struct ScenarioOverrides {
 Scenario parse_scenario(const std::string& text, const std::string& name, const ScenarioLimits& limits = {},
                         const ScenarioOverrides& ov = {});
 
-/// Reads a scenario file (a missing, unreadable or non-regular file is named as such) and parses it.
+/// The largest scenario file load_scenario() reads: a scenario is a page of TOML (a 'cm' workload's
+/// matrix is a file of its own), so a larger file is the wrong one.
+inline constexpr std::size_t kScenarioMaxBytes = std::size_t{16} << 20;
+
+/// Reads a scenario file (a missing, unreadable, non-regular or oversized file is named as such)
+/// and parses it.
 Scenario load_scenario(const std::string& path, const ScenarioLimits& limits = {},
                        const ScenarioOverrides& ov = {});
 

@@ -25,7 +25,11 @@ mrc_cli_test(NAME demo_heavy_random_loss_is_no_plane_failure EXIT 0 MATCH "EV st
 mrc_cli_test(NAME demo_small_ok EXIT 0 MATCH "verify: OK" ARGS demo --size 256KiB --planes 2 --paths 4 --seed 3)
 mrc_cli_test(NAME sim_directory EXIT 2 MATCH "scenarios: is a directory" ARGS sim ${PROJECT_SOURCE_DIR}/scenarios)
 mrc_cli_test(NAME sim_missing_file EXIT 2 MATCH "no-such-scenario.toml: no such file" ARGS sim no-such-scenario.toml)
-mrc_cli_test(NAME sim_not_regular EXIT 2 MATCH "/dev/null: not a regular file" ARGS sim /dev/null)
+mrc_cli_test(NAME sim_not_regular EXIT 2 MATCH "/dev/null: is not a regular file" ARGS sim /dev/null)
+# A file over the size a scenario may have (sparse: nothing on disk) is refused by its size before
+# any of it is read: read whole, one of 8 GiB ended in "std::bad_alloc" (exit 1) after taking the
+# memory there was.
+mrc_cli_oversized_file_test(NAME sim_huge_file BYTES 17825792 LIMIT 16777216 ARGS sim)
 mrc_cli_test(NAME sim_missing_cm EXIT 2
              MATCH "missing_cm.toml:8: .*perm_not_generated.cm: no such file \\(generate it: python3 tools/cm/gen_permutation.py"
              ARGS sim ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/missing_cm.toml)

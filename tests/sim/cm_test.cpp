@@ -67,7 +67,7 @@ TEST(Cm, MalformedInputGetsAClearError) {
       load_cm(path);
       FAIL() << "accepted: " << path;
     } catch (const CmError& e) {  // ASSERT: a wrong answer for /dev/null stops before /dev/zero
-      ASSERT_NE(std::string(e.what()).find(std::string(path) + ": not a regular file"), std::string::npos)
+      ASSERT_NE(std::string(e.what()).find(std::string(path) + ": is not a regular file"), std::string::npos)
           << e.what();
     }
   }
