@@ -72,3 +72,13 @@ if(TARGET mrc_sim_mpi)
                ARGS sim ${perm_faults} --no-progress)
   set_tests_properties(cli_sim_mpi_module_not_a_module PROPERTIES ENVIRONMENT "OMPI_COMM_WORLD_SIZE=2;MRC_SIM_MPI=${perm_faults}")
 endif()
+
+# Results that cannot be written (a full disk: /dev/full) fail the run with the reason: they were
+# lost while the run exited 0.
+mrc_cli_test(NAME sim_json_out_full_disk EXIT 1 MATCH "mrc sim: cannot write /dev/full: No space left on device"
+             ARGS sim --no-progress --json-out /dev/full ${perm_faults})
+add_test(NAME cli_sim_stdout_full_disk
+         COMMAND sh -c "\"$0\" sim --no-progress \"$1\" > /dev/full 2> \"$2\"; rc=$?; cat \"$2\"; [ $rc -eq 1 ] &&
+                        grep -q 'mrc: cannot write to standard output: No space left on device' \"$2\""
+                 $<TARGET_FILE:mrc> ${perm_faults} ${CMAKE_CURRENT_BINARY_DIR}/sim_stdout_full.err)
+set_tests_properties(cli_sim_stdout_full_disk PROPERTIES LABELS cli TIMEOUT 60)

@@ -4,7 +4,9 @@
 //   0  success;  1  the run failed (data mismatch, peer lost, ...);  2  bad usage or bad input
 //   (an option, an argument or a file), reported before anything runs.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "demo.hpp"
@@ -119,12 +121,21 @@ int main(int argc, char** argv) {
                  help_about.c_str());
     return mrc::tools::kExitUsage;
   }
-  if (demo->parsed()) return mrc::tools::run_demo(demo_opt);
-  if (perf->parsed()) return mrc::tools::run_perf();
-  if (sim->parsed()) return mrc::tools::run_sim();
-  if (testbed->parsed()) return mrc::tools::run_testbed();
-  if (ctl->parsed()) return mrc::tools::run_ctl();
-  if (decode->parsed()) return mrc::tools::run_decode();
-  if (exec->parsed()) return mrc::tools::run_exec();
-  return 0;
+  int rc = 0;
+  if (demo->parsed()) rc = mrc::tools::run_demo(demo_opt);
+  if (perf->parsed()) rc = mrc::tools::run_perf();
+  if (sim->parsed()) rc = mrc::tools::run_sim();
+  if (testbed->parsed()) rc = mrc::tools::run_testbed();
+  if (ctl->parsed()) rc = mrc::tools::run_ctl();
+  if (decode->parsed()) rc = mrc::tools::run_decode();
+  if (exec->parsed()) rc = mrc::tools::run_exec();
+  // Output that could not be written (a full disk, /dev/full) is a failure, not a success with the
+  // results lost: the last of it is written here, and an earlier failed write leaves the error set.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "mrc: cannot write to standard output%s%s\n", errno != 0 ? ": " : "",
+                 errno != 0 ? std::strerror(errno) : "");
+    return rc != 0 ? rc : 1;
+  }
+  return rc;
 }

@@ -15,10 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -376,6 +376,18 @@ bool outputs_writable(const Scenario& sc, sim::Ranks* ranks) {
 }
 
 /// Runs every variant, prints the table (or JSON/CSV), writes the [output] files.
+/// Writes an output file whole, or throws with the reason: a write that failed (a full disk,
+/// /dev/full) would lose the run's results while the run reported success.
+void write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  errno = 0;
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int e = wrote ? 0 : (errno != 0 ? errno : EIO);
+  if (std::fclose(f) != 0 && e == 0) e = errno != 0 ? errno : EIO;
+  if (e != 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(e));
+}
+
 int run_scenario(Scenario& sc) {
   std::vector<sim::RunResult> rs;
   for (Variant& v : sc.variants) {
@@ -392,20 +404,18 @@ int run_scenario(Scenario& sc) {
   for (const auto& r : rs) all_done = all_done && r.finished == r.flows.size();
   if (!g_opt.rank0) return all_done ? 0 : 3;
   if (!sc.json_path.empty()) {
-    std::ofstream o(sc.json_path);
-    if (!o) throw std::runtime_error("cannot write " + sc.json_path);
     nlohmann::json all = {{"scenario", sc.name}, {"topology", sc.topo.name}, {"hosts", sc.topo.hosts}};
     all["variants"] = nlohmann::json::array();
     for (std::size_t i = 0; i < rs.size(); ++i)
       all["variants"].push_back(to_json(sc, sc.variants[i], rs[i], true));
-    o << all.dump(2) << '\n';
+    write_file(sc.json_path, all.dump(2) + '\n');
   }
   if (!sc.csv_path.empty()) {
-    std::ofstream o(sc.csv_path);
-    if (!o) throw std::runtime_error("cannot write " + sc.csv_path);
+    std::ostringstream o;
     o << "variant,src,dst,id,start_us,bytes,finished,ok,fct_us,goodput_gbps,rtx,rtx_nack,rtx_loss,rtx_"
          "timeout\n";
     for (std::size_t i = 0; i < rs.size(); ++i) write_flows_csv(o, sc.variants[i].label, rs[i]);
+    write_file(sc.csv_path, o.str());
   }
   if (g_opt.json) {
     nlohmann::json all = {{"scenario", sc.name}, {"topology", sc.topo.name}, {"hosts", sc.topo.hosts}};
